@@ -1,0 +1,39 @@
+# Breakwater — make targets. `make run` and `make test` work on a fresh machine.
+GO        ?= go
+BIN       := bin/breakwater
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+GOBIN     := $(shell $(GO) env GOPATH)/bin
+STATICCHECK_VERSION := v0.8.2
+
+.PHONY: run build test test-deps lint bench clean
+
+run: build
+	./$(BIN) serve
+
+build:
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./cmd/breakwater
+
+# test-deps installs what the tests need on a fresh Debian machine.
+test-deps:
+	@command -v redis-server >/dev/null 2>&1 || { \
+		echo "installing redis-server (needed by the Redis state store tests)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+
+test: test-deps build
+	$(GO) vet ./...
+	$(GO) test -race -count=1 -timeout 10m ./engine/... ./runtime/...
+	$(GO) test -count=1 -timeout 10m ./cmd/... ./examples/... ./bench/...
+	cd sdk && $(GO) test -count=1 ./...
+
+lint:
+	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GOBIN)/staticcheck ./...
+
+bench: build
+	$(GO) run ./bench -bin ./$(BIN) -out bench/results
+
+clean:
+	rm -rf bin

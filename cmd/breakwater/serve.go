@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/breakwater-dev/breakwater/runtime/config"
+	"github.com/breakwater-dev/breakwater/runtime/demo"
+	"github.com/breakwater-dev/breakwater/runtime/gateway"
+	"github.com/breakwater-dev/breakwater/runtime/mock"
+)
+
+const defaultConfigFile = "breakwater.yaml"
+
+func newServeCommand(g *globalFlags) *cobra.Command {
+	var cfgPath, listen string
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the gateway (the embedded demo when no configuration is given)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := g.logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if cfgPath == "" {
+				if _, err := os.Stat(defaultConfigFile); err == nil {
+					cfgPath = defaultConfigFile
+				}
+			}
+			var cfg *config.Config
+			var demoMock *mock.Server
+			if cfgPath == "" {
+				demoMock = mock.New(nil, log.Named("demo.mock"))
+				mockAddr, err := demoMock.Start("127.0.0.1:0")
+				if err != nil {
+					return fmt.Errorf("starting the demo's mock upstream: %w", err)
+				}
+				defer demoMock.Close()
+				cfg, err = config.Parse(demo.Config("http://"+mockAddr, listen), "demo.yaml")
+				if err != nil {
+					return fmt.Errorf("demo configuration: %w", err)
+				}
+				log.Info("no configuration given: running the embedded demo", "mock_upstream", "http://"+mockAddr)
+			} else {
+				cfg, err = loadConfig(cfgPath)
+				if err != nil {
+					fmt.Fprintln(cmd.ErrOrStderr(), err)
+					return exitError{code: 1}
+				}
+				if listen != "" {
+					cfg.Server.Listen = listen
+					if err := cfg.Validate(); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), err)
+						return exitError{code: 1}
+					}
+				}
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			gw, err := gateway.Start(ctx, cfg, gateway.Options{Logger: log, Version: version})
+			if err != nil {
+				return err
+			}
+			if demoMock != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "\nBreakwater demo is up on http://%s. Try:\n\n%s\n\n", gw.Addr(), demo.Curl(gw.Addr()))
+			} else {
+				fmt.Fprintf(cmd.OutOrStdout(), "breakwater listening on http://%s\n", gw.Addr())
+			}
+			select {
+			case <-ctx.Done():
+				log.Info("shutting down")
+			case err := <-gw.Done():
+				if err != nil {
+					return err
+				}
+			}
+			sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := gw.Close(sctx); err != nil && !errors.Is(err, context.Canceled) {
+				return err
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (default ./breakwater.yaml, else the embedded demo)")
+	cmd.Flags().StringVar(&listen, "listen", "", "listen address, overriding server.listen")
+	return cmd
+}

@@ -1,0 +1,142 @@
+package engine
+
+import "time"
+
+// Reason is the classified cause of an upstream attempt's result.
+type Reason string
+
+// Reasons an attempt can end with. ReasonNone marks a success.
+const (
+	ReasonNone               Reason = ""
+	ReasonRateLimit          Reason = "rate_limit"
+	ReasonQuotaExhausted     Reason = "quota_exhausted"
+	ReasonConcurrencyLimited Reason = "concurrency_limited"
+	ReasonAuthError          Reason = "auth_error"
+	ReasonCreditsExhausted   Reason = "credits_exhausted"
+	ReasonBanned             Reason = "banned"
+	ReasonExpired            Reason = "expired"
+	ReasonRequestRejected    Reason = "request_rejected"
+	ReasonNotFound           Reason = "not_found"
+	ReasonTransient          Reason = "transient"
+	ReasonServerError        Reason = "server_error"
+	ReasonNetworkError       Reason = "network_error"
+	ReasonBadRequest         Reason = "bad_request"
+	ReasonStreamStall        Reason = "stream_stall"
+	ReasonClientAbort        Reason = "client_abort"
+	ReasonLocalError         Reason = "local_error"
+)
+
+// Scope is how widely a failure is locked.
+type Scope string
+
+// Lock scopes, narrowest first. ScopeNone means the outcome locks nothing.
+const (
+	ScopeNone       Scope = ""
+	ScopeModel      Scope = "model"
+	ScopeConnection Scope = "connection"
+	ScopeProvider   Scope = "provider"
+)
+
+// Profile selects a provider's resilience defaults.
+type Profile string
+
+// The three provider profiles.
+const (
+	ProfileAPIKey Profile = "apikey"
+	ProfileOAuth  Profile = "oauth"
+	ProfileLocal  Profile = "local"
+)
+
+// Outcome is the one classified result of one upstream attempt. Breakers,
+// cooldowns, lockouts, combo waits and metrics all read this value; nothing
+// downstream re-parses upstream errors.
+type Outcome struct {
+	Provider   string
+	Connection string
+	Model      string
+	Profile    Profile
+
+	// Status is the HTTP status after restatement; 0 for a transport error
+	// or a local error that never reached upstream.
+	Status int
+	// UpstreamStatus is the status the upstream actually sent.
+	UpstreamStatus int
+	// Success is true for a 2xx attempt that completed.
+	Success bool
+	// Transport is true when the attempt failed below HTTP (connect refused,
+	// reset, TLS, DNS, timeout waiting for upstream).
+	Transport bool
+
+	Reason Reason
+	Scope  Scope
+	// Retryable reports whether another target may succeed where this one
+	// failed (false for a plain 400).
+	Retryable bool
+	// Permanent marks a terminal condition (banned, expired, credits).
+	Permanent bool
+
+	// CooldownHint is a lock duration chosen by a rule; zero means "use the
+	// mechanism's own backoff".
+	CooldownHint time.Duration
+	// RetryHint is the wait the upstream asked for, and RetryHintSource
+	// where it came from ("retry-after", "retry-after-ms",
+	// "x-ratelimit-reset", "body", "rule").
+	RetryHint       time.Duration
+	RetryHintSource string
+
+	// RuleID and RuleSource name the rule that classified the attempt
+	// (source: "operator", "plugin", "builtin" or "default").
+	RuleID     string
+	RuleSource string
+	// Message is a short, secret-free description for logs and clients.
+	Message string
+}
+
+// ErrorInput is what a Classifier sees of one failed upstream attempt.
+type ErrorInput struct {
+	Provider   string
+	Connection string
+	Model      string
+	Profile    Profile
+	// Status is the upstream HTTP status, 0 for a transport error.
+	Status int
+	// Headers holds the response headers with lower-cased names.
+	Headers map[string]string
+	// ErrorCode and ErrorType are the structured error fields of the body,
+	// when it had any ({"error": {"code", "type"}}).
+	ErrorCode string
+	ErrorType string
+	// Body is the response body text, bounded by the caller.
+	Body string
+	// TransportErr is the transport failure, nil for an HTTP answer.
+	TransportErr error
+	// Now is the time the answer arrived, for parsing absolute reset times.
+	Now time.Time
+}
+
+// Classifier turns one failed upstream attempt into an Outcome. The default
+// implementation is DefaultClassifier; the policy pipeline provides another.
+// Implementations are goroutine-safe.
+type Classifier interface {
+	Classify(in ErrorInput) Outcome
+}
+
+// ConnectionSpec describes one connection for the engine.
+type ConnectionSpec struct {
+	ID             string
+	DisableCooling bool
+}
+
+// ProviderSpec describes one provider for the engine.
+type ProviderSpec struct {
+	ID      string
+	Profile Profile
+	// QuotaFamilies maps a family name to model glob patterns ("gpt-5*")
+	// that share one quota, for model lockout scope.
+	QuotaFamilies map[string][]string
+	// UseUpstreamRetryHints lets upstream Retry-After style hints set the
+	// connection cooldown.
+	UseUpstreamRetryHints bool
+	EgressBucketed        bool
+	Connections           []ConnectionSpec
+}

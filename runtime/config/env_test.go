@@ -1,0 +1,164 @@
+package config
+
+import (
+	"errors"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestEnvOverrides(t *testing.T) {
+	file := `
+server:
+  listen: 127.0.0.1:9000
+  max_request_bytes: 1000
+resilience:
+  max_attempts_per_request: 4
+  circuit_breaker:
+    oauth: {failure_threshold: 20}
+`
+	cases := []struct {
+		name  string
+		env   map[string]string
+		check func(c *Config) any
+		want  any
+	}{
+		{"no override keeps the file", nil,
+			func(c *Config) any { return c.Server.Listen }, "127.0.0.1:9000"},
+		{"server listen", map[string]string{"BREAKWATER_SERVER_LISTEN": "[::1]:7000"},
+			func(c *Config) any { return c.Server.Listen }, "[::1]:7000"},
+		{"int over file", map[string]string{"BREAKWATER_SERVER_MAX_REQUEST_BYTES": "2048"},
+			func(c *Config) any { return c.Server.MaxRequestBytes }, int64(2048)},
+		{"empty value is ignored", map[string]string{"BREAKWATER_SERVER_MAX_REQUEST_BYTES": ""},
+			func(c *Config) any { return c.Server.MaxRequestBytes }, int64(1000)},
+		{"secret literal", map[string]string{"BREAKWATER_SERVER_ADMIN_TOKEN": "tok"},
+			func(c *Config) any { return c.Server.AdminToken.Value() }, "tok"},
+		{"secret reference", map[string]string{"BREAKWATER_SERVER_ADMIN_TOKEN": "env:OTHER", "OTHER": "tok2"},
+			func(c *Config) any { return c.Server.AdminToken.Value() }, "tok2"},
+		{"state backend", map[string]string{"BREAKWATER_STATE_BACKEND": "memory"},
+			func(c *Config) any { return c.State.Backend }, "memory"},
+		{"policies dir", map[string]string{"BREAKWATER_POLICIES_DIR": "/etc/bw/rules"},
+			func(c *Config) any { return c.Policies.Dir }, "/etc/bw/rules"},
+		{"max attempts", map[string]string{"BREAKWATER_RESILIENCE_MAX_ATTEMPTS_PER_REQUEST": "7"},
+			func(c *Config) any { return c.Resilience.MaxAttemptsPerRequest }, 7},
+		{"nested bool", map[string]string{"BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ENABLED": "true"},
+			func(c *Config) any { return c.Resilience.ModelLockout.Enabled }, true},
+		{"pointer bool off", map[string]string{"BREAKWATER_RESILIENCE_COMBO_COOLDOWN_WAIT_ENABLED": "off"},
+			func(c *Config) any { return *c.Resilience.ComboCooldownWait.Enabled }, false},
+		{"deeply nested", map[string]string{"BREAKWATER_RESILIENCE_STREAM_RECOVERY_THROUGHPUT_WATCHDOG_WINDOW_MS": "2000"},
+			func(c *Config) any { return c.Resilience.StreamRecovery.ThroughputWatchdog.WindowMS }, int64(2000)},
+		{"int list", map[string]string{"BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ERROR_CODES": "429, 503"},
+			func(c *Config) any { return c.Resilience.ModelLockout.ErrorCodes }, []int{429, 503}},
+		{"per-profile map", map[string]string{"BREAKWATER_RESILIENCE_CONNECTION_COOLDOWN_LOCAL_BASE_MS": "750"},
+			func(c *Config) any { return c.Resilience.ConnectionCooldown["local"] }, CooldownProfile{750, 3}},
+		{"spec breaker name", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_APIKEY_FAILURE_THRESHOLD": "30"},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["apikey"] }, BreakerProfile{7, 30, 30000}},
+		{"spec breaker reset over file profile", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_OAUTH_RESET_MS": "5000"},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["oauth"] }, BreakerProfile{5, 20, 5000}},
+		{"spec breaker degradation", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_LOCAL_DEGRADATION_THRESHOLD": "1"},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["local"] }, BreakerProfile{1, 2, 15000}},
+		{"spec name wins over resilience spelling", map[string]string{
+			"BREAKWATER_RESILIENCE_CIRCUIT_BREAKER_OAUTH_FAILURE_THRESHOLD": "40",
+			"BREAKWATER_CIRCUIT_BREAKER_OAUTH_FAILURE_THRESHOLD":            "50",
+		}, func(c *Config) any { return c.Resilience.CircuitBreaker["oauth"].FailureThreshold }, 50},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := mustParse(t, file, tc.env)
+			if got := tc.check(c); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEnvOverrideErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		env  map[string]string
+		path string
+		msg  string
+	}{
+		{"malformed int", map[string]string{"BREAKWATER_RESILIENCE_MAX_ATTEMPTS_PER_REQUEST": "ten"},
+			"resilience.max_attempts_per_request",
+			`environment variable BREAKWATER_RESILIENCE_MAX_ATTEMPTS_PER_REQUEST: expected an integer (got "ten")`},
+		{"malformed bool", map[string]string{"BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ENABLED": "maybe"},
+			"resilience.model_lockout.enabled",
+			"environment variable BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ENABLED: expected a boolean"},
+		{"malformed spec breaker", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_OAUTH_RESET_MS": "1m"},
+			"resilience.circuit_breaker.oauth.reset_ms",
+			"environment variable BREAKWATER_CIRCUIT_BREAKER_OAUTH_RESET_MS: expected an integer"},
+		{"malformed int list", map[string]string{"BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ERROR_CODES": "429;503"},
+			"resilience.model_lockout.error_codes",
+			"BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ERROR_CODES: expected comma-separated integers"},
+		{"unset secret reference", map[string]string{"BREAKWATER_SERVER_ADMIN_TOKEN": "env:NOPE"},
+			"server.admin_token",
+			"environment variable BREAKWATER_SERVER_ADMIN_TOKEN: environment variable NOPE is not set"},
+		{"value invalid after override", map[string]string{"BREAKWATER_SERVER_LISTEN": "0.0.0.0:8080"},
+			"server.listen",
+			"is not a loopback address and no client keys are configured: the gateway would accept unauthenticated requests from the network; listen on 127.0.0.1/::1/localhost or add client keys (set by environment variable BREAKWATER_SERVER_LISTEN)"},
+		{"range after override", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_APIKEY_FAILURE_THRESHOLD": "1001"},
+			"resilience.circuit_breaker.apikey.failure_threshold",
+			"must be between 1 and 1000 (got 1001) (set by environment variable BREAKWATER_CIRCUIT_BREAKER_APIKEY_FAILURE_THRESHOLD)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseString(t, "server: {}\n", tc.env)
+			var ve *ValidationError
+			if !errors.As(err, &ve) {
+				t.Fatalf("err = %v, want *ValidationError", err)
+			}
+			for _, fe := range ve.Errors {
+				if strings.Contains(fe.Message, tc.msg) {
+					if fe.Path != tc.path {
+						t.Errorf("path = %q, want %q", fe.Path, tc.path)
+					}
+					if fe.Line != 0 || fe.File != "" {
+						t.Errorf("an env error must not point into the file: %+v", fe)
+					}
+					return
+				}
+			}
+			t.Errorf("no error containing %q in:\n%v", tc.msg, err)
+		})
+	}
+}
+
+func TestEnvVarsDerivedFromTags(t *testing.T) {
+	names := EnvVars()
+	for _, want := range []string{
+		"BREAKWATER_SERVER_LISTEN",
+		"BREAKWATER_SERVER_ADMIN_TOKEN",
+		"BREAKWATER_SERVER_IDLE_TIMEOUT_MS",
+		"BREAKWATER_STATE_BACKEND",
+		"BREAKWATER_STATE_REDIS_URL",
+		"BREAKWATER_POLICIES_DIR",
+		"BREAKWATER_RESILIENCE_MAX_ATTEMPTS_PER_REQUEST",
+		"BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ENABLED",
+		"BREAKWATER_RESILIENCE_PROVIDER_COOLDOWN_ENABLED",
+		"BREAKWATER_RESILIENCE_REQUEST_QUEUE_AUTO_ENABLE_API_KEY_PROVIDERS",
+		"BREAKWATER_RESILIENCE_STREAM_RECOVERY_COMMIT_POINT",
+		"BREAKWATER_RESILIENCE_SESSION_AFFINITY_TTL_MS",
+		"BREAKWATER_CIRCUIT_BREAKER_OAUTH_FAILURE_THRESHOLD",
+		"BREAKWATER_CIRCUIT_BREAKER_APIKEY_DEGRADATION_THRESHOLD",
+		"BREAKWATER_CIRCUIT_BREAKER_LOCAL_RESET_MS",
+	} {
+		if !slices.Contains(names, want) {
+			t.Errorf("EnvVars() lacks %s", want)
+		}
+	}
+	// Sections outside server/state/policies/resilience have no overrides.
+	for _, n := range names {
+		if strings.HasPrefix(n, "BREAKWATER_PROVIDERS") || strings.HasPrefix(n, "BREAKWATER_KEYS") {
+			t.Errorf("unexpected override %s", n)
+		}
+	}
+	// Every scalar leaf of the four sections: server 6, state 3, policies 1,
+	// resilience: 3 profiles x (3 breaker + 2 cooldown) + 1 provider_cooldown
+	// + 1 stream_stall + 6 model_lockout + 4 combo wait + 4 queue + 1 quota
+	// share + 2 stream recovery + 5 watchdog + 2; plus 9 spec breaker names.
+	if want := 6 + 3 + 1 + 15 + 1 + 1 + 6 + 4 + 4 + 1 + 2 + 5 + 2 + 9; len(names) != want {
+		t.Errorf("EnvVars() has %d names, want %d", len(names), want)
+	}
+}

@@ -1,0 +1,636 @@
+package mock
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// wire is the API format of an endpoint.
+type wire uint8
+
+const (
+	wireOpenAI    wire = iota // POST /v1/chat/completions
+	wireAnthropic             // POST /v1/messages
+	wireResponses             // POST /v1/responses
+)
+
+const (
+	defaultChunks    = 4
+	defaultModel     = "mock-model"
+	defaultReasoning = "Let me think about this. The user wants their message echoed back, so I will repeat it."
+	maxPooledBuf     = 64 << 10
+)
+
+// genRequest is the part of a generation request the mock reads.
+type genRequest struct {
+	Model         string `json:"model"`
+	Stream        bool   `json:"stream"`
+	StreamOptions *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	} `json:"messages"`
+	Input json.RawMessage `json:"input"`
+}
+
+type contentPart struct {
+	Type string `json:"type"`
+	Text string `json:"text"`
+}
+
+// lastUserText returns the text of the last user message (Chat Completions
+// and Messages: messages[]; Responses: input string or items).
+func (r *genRequest) lastUserText() string {
+	for i := len(r.Messages) - 1; i >= 0; i-- {
+		if r.Messages[i].Role == "user" {
+			return contentText(r.Messages[i].Content)
+		}
+	}
+	if len(r.Input) == 0 {
+		return ""
+	}
+	if r.Input[0] == '"' {
+		return contentText(r.Input)
+	}
+	var items []struct {
+		Role    string          `json:"role"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(r.Input, &items) != nil {
+		return ""
+	}
+	for i := len(items) - 1; i >= 0; i-- {
+		if items[i].Role == "user" {
+			return contentText(items[i].Content)
+		}
+	}
+	return ""
+}
+
+// contentText reads a message content that is a string or a list of parts,
+// joining the text of text parts.
+func contentText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	switch raw[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+	case '[':
+		var parts []contentPart
+		if json.Unmarshal(raw, &parts) != nil {
+			return ""
+		}
+		var sb strings.Builder
+		for _, p := range parts {
+			switch p.Type {
+			case "text", "input_text", "output_text":
+				sb.WriteString(p.Text)
+			}
+		}
+		return sb.String()
+	}
+	return ""
+}
+
+// apiKey returns the caller's key from Authorization: Bearer or x-api-key.
+func apiKey(r *http.Request) string {
+	if v := r.Header["Authorization"]; len(v) > 0 {
+		a := v[0]
+		if len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			if k := strings.TrimSpace(a[7:]); k != "" {
+				return k
+			}
+		}
+	}
+	if v := r.Header["X-Api-Key"]; len(v) > 0 && v[0] != "" {
+		return v[0]
+	}
+	return AnonymousKey
+}
+
+var errTooLarge = errors.New("request body too large")
+
+// readAll reads r to EOF into b (reading to EOF lets net/http watch the
+// connection and cancel the request context when the client goes away).
+func readAll(r io.Reader, b []byte, limit int) ([]byte, error) {
+	for {
+		if len(b) == cap(b) {
+			b = append(b, 0)[:len(b)]
+		}
+		n, err := r.Read(b[len(b):cap(b)])
+		b = b[:len(b)+n]
+		if len(b) > limit {
+			return b, errTooLarge
+		}
+		if err == io.EOF {
+			return b, nil
+		}
+		if err != nil {
+			return b, err
+		}
+	}
+}
+
+// generation serves one call to a generation endpoint.
+func (s *Server) generation(w http.ResponseWriter, r *http.Request, wr wire) {
+	if !allowMethod(w, r, http.MethodPost) {
+		return
+	}
+	key := apiKey(r)
+	bp := s.bufs.Get().(*[]byte)
+	body, readErr := readAll(r.Body, (*bp)[:0], maxRequestBytes)
+	var req genRequest
+	var parseErr error
+	if readErr == nil {
+		parseErr = json.Unmarshal(body, &req)
+	}
+
+	c := &call{
+		s:            s,
+		w:            w,
+		rc:           http.NewResponseController(w),
+		ctx:          r.Context(),
+		wire:         wr,
+		model:        req.Model,
+		stream:       req.Stream,
+		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		promptTokens: max(estimateTokens(len(body)), 1),
+		buf:          body[:0],
+		first:        true,
+	}
+	if c.model == "" {
+		c.model = defaultModel
+	}
+	b := s.stats.Load()
+	kb := b.begin(key, req.Model)
+	defer func() {
+		b.end(kb, c.gone)
+		if cap(c.buf) <= maxPooledBuf {
+			*bp = c.buf[:0]
+			s.bufs.Put(bp)
+		}
+	}()
+
+	switch {
+	case errors.Is(readErr, errTooLarge):
+		c.writeError(http.StatusRequestEntityTooLarge, "Request body exceeds 32 MiB.")
+		return
+	case readErr != nil:
+		c.gone = true
+		return
+	case parseErr != nil:
+		c.writeError(http.StatusBadRequest, "The request body is not valid JSON.")
+		return
+	}
+
+	c.step = s.prog.Load().pick(key, req.Model, r.URL.Path)
+	if s.logger.IsDebug() {
+		s.logger.Debug("call", "path", r.URL.Path, "model", req.Model, "stream", req.Stream,
+			"status", c.step.status(), "scripted", c.step != defaultStep)
+	}
+	c.text = "echo: " + req.lastUserText()
+	if c.step.Text != nil {
+		c.text = *c.step.Text
+	}
+	if c.step.ReasoningChunks > 0 && wr != wireResponses {
+		c.reasoning = c.step.ReasoningText
+		if c.reasoning == "" {
+			c.reasoning = defaultReasoning
+		}
+	}
+	c.run()
+}
+
+// call is the state of one answer. It is used by one goroutine.
+type call struct {
+	s    *Server
+	w    http.ResponseWriter
+	rc   *http.ResponseController
+	ctx  context.Context
+	wire wire
+	step *Step
+
+	model        string
+	stream       bool
+	includeUsage bool
+	promptTokens int
+	text         string
+	reasoning    string
+
+	id, itemID  string
+	created     int64
+	buf         []byte
+	sent        int  // content frames sent
+	seq         int  // Responses sequence_number
+	first       bool // OpenAI: role not yet sent
+	pinged      bool // Anthropic: ping after the first block start sent
+	headersSent bool
+	stalled     bool
+	gone        bool // client went away (or the server is closing)
+}
+
+func (c *call) run() {
+	st := c.step
+	if d := st.latency(); d > 0 && !c.pause(d) {
+		return
+	}
+	if st.Reset {
+		c.resetConn()
+		return
+	}
+	status := st.status()
+	if st.Body != "" {
+		c.buf = append(c.buf[:0], st.Body...)
+		c.writeBody(status, sniffContentType(st.Body), c.buf)
+		return
+	}
+	if status >= 400 {
+		c.buf = appendErrorBody(c.buf[:0], c.wire, status, c.model, "")
+		c.writeBody(status, "application/json", c.buf)
+		return
+	}
+	switch c.wire {
+	case wireAnthropic:
+		c.id = c.s.newID("msg_01")
+	case wireResponses:
+		c.id = c.s.newID("resp_")
+		c.itemID = c.s.newID("msg_")
+	default:
+		c.id = c.s.newID("chatcmpl-")
+	}
+	c.created = time.Now().Unix()
+	if c.stream {
+		c.streamAnswer(status)
+	} else {
+		c.wholeAnswer(status)
+	}
+}
+
+func (c *call) writeError(status int, msg string) {
+	c.buf = appendErrorBody(c.buf[:0], c.wire, status, c.model, msg)
+	c.writeBody(status, "application/json", c.buf)
+}
+
+// writeHeader sends the status line and headers: defaults first, then the
+// step's headers (which may override them). length < 0 means unknown.
+func (c *call) writeHeader(status int, contentType string, length int) {
+	h := c.w.Header()
+	h.Set("Content-Type", contentType)
+	if length >= 0 {
+		h.Set("Content-Length", strconv.Itoa(length))
+	} else if strings.HasPrefix(contentType, "text/event-stream") {
+		h.Set("Cache-Control", "no-cache")
+	}
+	if c.step != nil {
+		for k, v := range c.step.Headers {
+			h.Set(k, v)
+		}
+	}
+	c.w.WriteHeader(status)
+	c.headersSent = true
+}
+
+// writeBody sends a whole body, trickled when the step asks for it.
+func (c *call) writeBody(status int, contentType string, body []byte) {
+	c.writeHeader(status, contentType, len(body))
+	bps := 0
+	if c.step != nil {
+		bps = c.step.TrickleBytesPerSec
+	}
+	if bps <= 0 {
+		c.write(body)
+		return
+	}
+	size, interval := trickle(bps)
+	for pos := 0; pos < len(body); pos += size {
+		if pos > 0 {
+			if !c.flush() || !c.pause(interval) {
+				return
+			}
+		}
+		c.write(body[pos:min(pos+size, len(body))])
+		if c.gone {
+			return
+		}
+	}
+}
+
+// trickle returns the piece size and interval for a rate: pieces of about
+// a tenth of a second's worth of bytes.
+func trickle(bps int) (int, time.Duration) {
+	size := max(bps/10, 1)
+	return size, time.Duration(size) * time.Second / time.Duration(bps)
+}
+
+func sniffContentType(body string) string {
+	t := strings.TrimLeft(body, " \t\r\n")
+	switch {
+	case strings.HasPrefix(t, "{"), strings.HasPrefix(t, "["):
+		return "application/json"
+	case strings.HasPrefix(t, "data:"), strings.HasPrefix(t, "event:"), strings.HasPrefix(t, ":"):
+		return "text/event-stream"
+	default:
+		return "text/plain; charset=utf-8"
+	}
+}
+
+func (c *call) wholeAnswer(status int) {
+	st := c.step
+	switch c.wire {
+	case wireAnthropic:
+		c.buf = c.anWhole(c.buf[:0])
+	case wireResponses:
+		c.buf = c.rsWhole(c.buf[:0])
+	default:
+		c.buf = c.oaWhole(c.buf[:0])
+	}
+	switch {
+	case st.StallAfterChunks != nil:
+		c.writeHeader(status, "application/json", -1)
+		if c.flush() && c.stall() && st.ResetAfterChunks != nil {
+			c.abort()
+		}
+	case st.ResetAfterChunks != nil:
+		c.writeHeader(status, "application/json", len(c.buf))
+		c.write(c.buf[:len(c.buf)/2])
+		c.abort()
+	default:
+		c.writeBody(status, "application/json", c.buf)
+	}
+}
+
+func (c *call) streamAnswer(status int) {
+	st := c.step
+	c.writeHeader(status, "text/event-stream; charset=utf-8", -1)
+	if st.ErrorEvent != nil {
+		c.buf = c.appendErrorEvent(c.buf[:0], st.ErrorEvent)
+		c.write(c.buf)
+		if !st.ContinueAfterError {
+			c.flush()
+			return
+		}
+	}
+	c.emit(c.appendStart)
+
+	interval := time.Duration(st.ChunkIntervalMS) * time.Millisecond
+	if c.reasoning != "" {
+		c.emit(c.appendReasoningStart)
+		for _, piece := range splitRunes(c.reasoning, st.ReasoningChunks) {
+			if !c.beforeFrame(interval) {
+				return
+			}
+			c.buf = c.appendReasoningFrame(c.buf[:0], piece)
+			c.write(c.buf)
+			c.sent++
+		}
+		c.emit(c.appendReasoningEnd)
+	}
+
+	var pieces []string
+	textInterval := interval
+	if st.TrickleBytesPerSec > 0 {
+		var size int
+		size, textInterval = trickle(st.TrickleBytesPerSec)
+		pieces = splitBytes(c.text, size)
+	} else {
+		n := st.Chunks
+		if n == 0 {
+			n = defaultChunks
+		}
+		pieces = splitRunes(c.text, n)
+	}
+	c.emit(c.appendTextStart)
+	for _, piece := range pieces {
+		if !c.beforeFrame(textInterval) {
+			return
+		}
+		c.buf = c.appendTextFrame(c.buf[:0], piece)
+		c.write(c.buf)
+		c.sent++
+	}
+	if c.gone || c.gate() {
+		return
+	}
+	c.emit(c.appendFinish)
+	// No flush: net/http sends the rest with the chunked terminator in one write.
+}
+
+// emit writes the frames an appender produces.
+func (c *call) emit(appendFn func([]byte) []byte) {
+	c.buf = appendFn(c.buf[:0])
+	if len(c.buf) > 0 {
+		c.write(c.buf)
+	}
+}
+
+// beforeFrame runs the fault gates and the inter-frame pause before a
+// content frame; false means the answer is over.
+func (c *call) beforeFrame(interval time.Duration) bool {
+	if c.gone || c.gate() {
+		return false
+	}
+	if c.sent > 0 && interval > 0 {
+		if !c.flush() || !c.pause(interval) {
+			return false
+		}
+	}
+	return !c.gone
+}
+
+// gate applies stall_after_chunks and reset_after_chunks once c.sent has
+// reached them; true means the answer is over. A stall that runs out and a
+// reset count already reached end in the reset.
+func (c *call) gate() bool {
+	st := c.step
+	if st.StallAfterChunks != nil && c.sent >= *st.StallAfterChunks && !c.stalled {
+		c.stalled = true
+		if !c.flush() || !c.stall() {
+			return true
+		}
+		if st.ResetAfterChunks == nil || c.sent < *st.ResetAfterChunks {
+			return true
+		}
+	}
+	if st.ResetAfterChunks != nil && c.sent >= *st.ResetAfterChunks {
+		c.abort()
+	}
+	return c.stalled
+}
+
+// stall sends nothing (but pings) until the client leaves, the server closes
+// or stall_ms passes; true means stall_ms passed.
+func (c *call) stall() bool {
+	d := time.Duration(-1)
+	if c.step.StallMS > 0 {
+		d = time.Duration(c.step.StallMS) * time.Millisecond
+	}
+	return c.pause(d)
+}
+
+// pause waits d (forever when d < 0), sending keep-alives on a stream when
+// the step asks for them; false means the client went away or the server
+// is closing.
+func (c *call) pause(d time.Duration) bool {
+	var timeout <-chan time.Time
+	if d >= 0 {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var tick <-chan time.Time
+	if c.stream && c.headersSent && c.step.PingEveryMS > 0 {
+		tk := time.NewTicker(time.Duration(c.step.PingEveryMS) * time.Millisecond)
+		defer tk.Stop()
+		tick = tk.C
+	}
+	for {
+		select {
+		case <-timeout:
+			return true
+		case <-tick:
+			c.buf = c.appendPing(c.buf[:0])
+			c.write(c.buf)
+			if !c.flush() {
+				return false
+			}
+		case <-c.ctx.Done():
+			c.gone = true
+			return false
+		case <-c.s.quit:
+			c.gone = true
+			return false
+		}
+	}
+}
+
+func (c *call) write(b []byte) {
+	if c.gone {
+		return
+	}
+	if _, err := c.w.Write(b); err != nil {
+		c.gone = true
+	}
+}
+
+// flush pushes buffered bytes to the client; false means it is gone.
+func (c *call) flush() bool {
+	if c.gone {
+		return false
+	}
+	if err := c.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+		c.gone = true
+	}
+	return !c.gone
+}
+
+// abort drops the connection mid-body: the client sees an unexpected EOF,
+// never a clean end of the response.
+func (c *call) abort() {
+	c.flush()
+	panic(http.ErrAbortHandler)
+}
+
+// resetConn closes the connection with a TCP RST before any byte is sent.
+func (c *call) resetConn() {
+	conn, _, err := c.rc.Hijack()
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+func (c *call) completionTokens() int { return max(estimateTokens(len(c.text)), 1) }
+func (c *call) reasoningTokens() int  { return estimateTokens(len(c.reasoning)) }
+
+// The appenders below dispatch on the wire format.
+
+func (c *call) appendStart(b []byte) []byte {
+	switch c.wire {
+	case wireAnthropic:
+		return c.anStart(b)
+	case wireResponses:
+		return c.rsStart(b)
+	}
+	return b
+}
+
+func (c *call) appendReasoningStart(b []byte) []byte {
+	if c.wire == wireAnthropic {
+		return c.anReasoningStart(b)
+	}
+	return b
+}
+
+func (c *call) appendReasoningFrame(b []byte, piece string) []byte {
+	if c.wire == wireAnthropic {
+		return c.anDelta(b, 0, "thinking_delta", "thinking", piece)
+	}
+	return c.oaDelta(b, "reasoning_content", piece)
+}
+
+func (c *call) appendReasoningEnd(b []byte) []byte {
+	if c.wire == wireAnthropic {
+		return c.anReasoningEnd(b)
+	}
+	return b
+}
+
+func (c *call) appendTextStart(b []byte) []byte {
+	if c.wire == wireAnthropic {
+		return c.anTextStart(b)
+	}
+	return b
+}
+
+func (c *call) appendTextFrame(b []byte, piece string) []byte {
+	switch c.wire {
+	case wireAnthropic:
+		return c.anDelta(b, c.textIndex(), "text_delta", "text", piece)
+	case wireResponses:
+		return c.rsDelta(b, piece)
+	}
+	return c.oaDelta(b, "content", piece)
+}
+
+func (c *call) appendFinish(b []byte) []byte {
+	switch c.wire {
+	case wireAnthropic:
+		return c.anFinish(b)
+	case wireResponses:
+		return c.rsFinish(b)
+	}
+	return c.oaFinish(b)
+}
+
+func (c *call) appendPing(b []byte) []byte {
+	if c.wire == wireAnthropic {
+		return append(b, "event: ping\ndata: {\"type\": \"ping\"}\n\n"...)
+	}
+	return append(b, ": ping\n\n"...)
+}
+
+func (c *call) appendErrorEvent(b []byte, ee *ErrorEvent) []byte {
+	switch c.wire {
+	case wireAnthropic:
+		return anErrorEvent(b, ee)
+	case wireResponses:
+		return c.rsErrorEvent(b, ee)
+	}
+	return oaErrorEvent(b, ee)
+}

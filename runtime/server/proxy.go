@@ -1,0 +1,399 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/runtime/topology"
+	"github.com/breakwater-dev/breakwater/runtime/upstream"
+	"github.com/breakwater-dev/breakwater/runtime/wire"
+)
+
+// maxErrorBody bounds how much of an upstream error body is read and
+// handed to classification.
+const maxErrorBody = 64 << 10
+
+func (s *Server) handleChat(c *fiber.Ctx) error     { return s.proxy(c, wire.FormatOpenAI) }
+func (s *Server) handleMessages(c *fiber.Ctx) error { return s.proxy(c, wire.FormatAnthropic) }
+
+// exchange is the state of one client request across its attempts.
+type exchange struct {
+	id       string
+	format   wire.Format
+	start    time.Time
+	model    string
+	stream   bool
+	attempts int
+	// upstreamTime is the time spent waiting on upstream calls.
+	upstreamTime time.Duration
+	excluded     []exclusionEntry
+	last         *failure
+	final        topology.Candidate
+}
+
+type exclusionEntry struct {
+	Provider    string  `json:"provider"`
+	Connection  string  `json:"connection"`
+	Model       string  `json:"model"`
+	Reason      string  `json:"reason"`
+	SecondsLeft float64 `json:"seconds_left"`
+	until       time.Time
+}
+
+// failure is the last failed attempt of a request.
+type failure struct {
+	cand    topology.Candidate
+	outcome engine.Outcome
+	status  int
+	header  http.Header
+	body    []byte
+}
+
+// kindFor maps a client format to the provider kind it can reach.
+func kindFor(f wire.Format) topology.Kind {
+	if f == wire.FormatAnthropic {
+		return topology.KindAnthropic
+	}
+	return topology.KindOpenAI
+}
+
+func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
+	x := &exchange{id: s.nextRequestID(), format: f, start: time.Now()}
+	c.Set("X-Request-Id", x.id)
+	body := c.Body()
+	req, err := wire.Parse(body)
+	if err != nil {
+		var fe *wire.FieldError
+		if errors.As(err, &fe) {
+			return s.answerError(c, x, wire.InvalidRequest(fe.Field, fe.Message))
+		}
+		return s.answerError(c, x, wire.InvalidRequest("body", err.Error()))
+	}
+	x.model, x.stream = req.Model, req.Stream
+	res, ok := s.topo.Resolve(req.Model)
+	if !ok {
+		return s.answerError(c, x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
+			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", req.Model)})
+	}
+	want := kindFor(f)
+	cands := make([]topology.Candidate, 0, len(res.Candidates))
+	for _, cd := range res.Candidates {
+		if cd.Provider.Kind == want {
+			cands = append(cands, cd)
+		}
+	}
+	if len(cands) == 0 {
+		return s.answerError(c, x, &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "wrong_endpoint", Param: "model",
+			Message: fmt.Sprintf("model %q is served only by %s-format providers; send it to the matching endpoint", req.Model, otherKind(want))})
+	}
+	if res.Provider != nil {
+		if open, wait := s.eng.ProviderOpen(res.Provider.ID); open {
+			return s.answerError(c, x, &wire.APIError{Status: 503, Type: "server_error", Code: "provider_circuit_open", RetryAfter: wait,
+				Message: fmt.Sprintf("provider %q is failing and its circuit breaker is open; retry later", res.Provider.ID)})
+		}
+	}
+
+	maxAttempts := s.eng.Settings().MaxAttemptsPerRequest
+	if maxAttempts <= 0 {
+		maxAttempts = 10
+	}
+	for _, cd := range cands {
+		if x.attempts >= maxAttempts {
+			break
+		}
+		if ex, excluded := s.eng.Check(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
+			x.excluded = append(x.excluded, exclusionEntry{Provider: cd.Provider.ID, Connection: cd.Connection.ID, Model: cd.Model, Reason: ex.Reason, until: ex.Until})
+			continue
+		}
+		x.attempts++
+		done, err := s.attempt(c, x, req, body, cd)
+		if done {
+			return err
+		}
+		if x.last != nil && !x.last.outcome.Retryable {
+			break
+		}
+	}
+	return s.answerExhausted(c, x, len(cands))
+}
+
+func otherKind(k topology.Kind) topology.Kind {
+	if k == topology.KindAnthropic {
+		return topology.KindOpenAI
+	}
+	return topology.KindAnthropic
+}
+
+// attempt makes one upstream call. It reports done when the client has
+// been answered (success or a streamed answer); otherwise x.last holds the
+// failure and the caller may fail over.
+func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cd topology.Candidate) (bool, error) {
+	out := req.RewriteModel(body, cd.Model)
+	if len(out) > 0 && &out[0] == &body[0] {
+		out = append([]byte(nil), body...) // the stream may outlive the handler's buffer
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	hreq, err := s.buildRequest(ctx, c, cd, out, x.stream)
+	if err != nil {
+		cancel()
+		return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})
+	}
+	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
+	t0 := time.Now()
+	resp, err := s.pool.Do(hreq, route, cancel)
+	if err != nil {
+		x.upstreamTime += time.Since(t0)
+		cancel()
+		s.recordFailure(x, cd, 0, nil, nil, err)
+		return false, nil
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		eb, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		cancel()
+		x.upstreamTime += time.Since(t0)
+		s.recordFailure(x, cd, resp.StatusCode, resp.Header, eb, nil)
+		return false, nil
+	}
+	x.final = cd
+	if x.stream {
+		s.relayStream(c, x, cd, resp, cancel, t0)
+		return true, nil
+	}
+	rb, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cancel()
+	x.upstreamTime += time.Since(t0)
+	if err != nil {
+		s.recordFailure(x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
+		return false, nil
+	}
+	s.eng.RecordSuccess(cd.Provider.ID, cd.Connection.ID, cd.Model)
+	s.setRouteHeaders(c, x, cd)
+	copyResponseHeaders(c, resp.Header)
+	c.Status(resp.StatusCode)
+	err = c.Send(rb)
+	s.logAccess(x, resp.StatusCode, "")
+	return true, err
+}
+
+// buildRequest prepares the upstream request for a candidate: the
+// connection's credential replaces the client's, and only an allowlist of
+// client headers is forwarded (never client keys, session or lease
+// headers).
+func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Candidate, body []byte, stream bool) (*http.Request, error) {
+	var url string
+	if cd.Provider.Kind == topology.KindAnthropic {
+		url = cd.Provider.BaseURL + "/messages"
+	} else {
+		url = cd.Provider.BaseURL + "/chat/completions"
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("building upstream request for %s: %w", cd.Provider.ID, err)
+	}
+	h := hreq.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", s.ua)
+	if stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	if cd.Provider.Kind == topology.KindAnthropic {
+		h.Set("x-api-key", cd.Connection.APIKey)
+		v := c.Get("anthropic-version")
+		if v == "" {
+			v = "2023-06-01"
+		}
+		h.Set("anthropic-version", v)
+		if b := c.Get("anthropic-beta"); b != "" {
+			h.Set("anthropic-beta", b)
+		}
+	} else {
+		h.Set("Authorization", "Bearer "+cd.Connection.APIKey)
+	}
+	return hreq, nil
+}
+
+// recordFailure classifies a failed attempt, records it in the engine and
+// keeps it as the request's last failure.
+func (s *Server) recordFailure(x *exchange, cd topology.Candidate, status int, hdr http.Header, body []byte, terr error) {
+	in := engine.ErrorInput{
+		Provider:     cd.Provider.ID,
+		Connection:   cd.Connection.ID,
+		Model:        cd.Model,
+		Profile:      cd.Provider.Profile,
+		Status:       status,
+		Headers:      lowerHeaders(hdr),
+		Body:         string(body),
+		TransportErr: terr,
+		Now:          s.clock.Now(),
+	}
+	in.ErrorCode, in.ErrorType = errorFields(body)
+	o := s.eng.Classify(in)
+	if err := s.eng.RecordFailure(context.Background(), o); err != nil {
+		s.log.Error("recording attempt outcome", "provider", cd.Provider.ID, "connection", cd.Connection.ID, "error", err)
+	}
+	if s.log.IsDebug() {
+		s.log.Debug("attempt failed", "request_id", x.id, "provider", cd.Provider.ID, "connection", cd.Connection.ID,
+			"model", cd.Model, "status", status, "reason", o.Reason, "scope", o.Scope, "rule", o.RuleID)
+	}
+	x.last = &failure{cand: cd, outcome: o, status: status, header: hdr, body: body}
+}
+
+func lowerHeaders(h http.Header) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(h))
+	for k, v := range h {
+		if len(v) > 0 {
+			m[strings.ToLower(k)] = v[0]
+		}
+	}
+	return m
+}
+
+// errorFields reads {"error": {"code", "type"}} from an error body.
+func errorFields(body []byte) (code, typ string) {
+	if len(body) == 0 || body[0] != '{' {
+		return "", ""
+	}
+	var doc struct {
+		Error json.RawMessage `json:"error"`
+		Type  string          `json:"type"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return "", ""
+	}
+	var e struct {
+		Code any    `json:"code"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(doc.Error, &e) == nil {
+		switch v := e.Code.(type) {
+		case string:
+			code = v
+		case float64:
+			code = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		typ = e.Type
+	}
+	return code, typ
+}
+
+// answerExhausted answers a request whose candidates all failed or were
+// excluded.
+func (s *Server) answerExhausted(c *fiber.Ctx, x *exchange, pool int) error {
+	if x.last == nil {
+		now := s.clock.Now()
+		var earliest time.Time
+		for i := range x.excluded {
+			e := &x.excluded[i]
+			if !e.until.IsZero() {
+				e.SecondsLeft = float64(e.until.Sub(now).Milliseconds()) / 1000
+				if earliest.IsZero() || e.until.Before(earliest) {
+					earliest = e.until
+				}
+			}
+		}
+		wait := earliest.Sub(now)
+		if earliest.IsZero() {
+			wait = 0
+		} else if wait < time.Second {
+			wait = time.Second
+		}
+		terminal := ""
+		if len(x.excluded) > 0 {
+			terminal = x.excluded[len(x.excluded)-1].Reason
+		}
+		return s.answerError(c, x, &wire.APIError{Status: 503, Type: "server_error", Code: "all_targets_cooling_down", RetryAfter: wait,
+			Message: fmt.Sprintf("every target of %q is temporarily excluded by resilience timers", x.model),
+			Extra: map[string]any{"diagnostics": map[string]any{
+				"pool_size": pool, "attempted": x.attempts, "excluded": x.excluded, "terminal_reason": terminal,
+			}}})
+	}
+	f := x.last
+	s.setRouteHeaders(c, x, f.cand)
+	retry := f.outcome.RetryHint
+	if f.status == 0 {
+		msg := "upstream request failed"
+		if f.outcome.Message != "" {
+			msg = f.outcome.Message
+		}
+		return s.answerError(c, x, &wire.APIError{Status: 502, Type: "upstream_error", Code: "upstream_unreachable", RetryAfter: retry,
+			Message: fmt.Sprintf("%s (provider %s)", msg, f.cand.Provider.ID)})
+	}
+	status := f.outcome.Status
+	if status == 0 {
+		status = f.status
+	}
+	if retry > 0 {
+		c.Set("Retry-After", strconv.FormatInt(wire.CeilSeconds(retry), 10))
+	}
+	if len(f.body) > 0 && json.Valid(f.body) {
+		copyResponseHeaders(c, f.header)
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+		c.Status(status)
+		err := c.Send(f.body)
+		s.logAccess(x, status, string(f.outcome.Reason))
+		return err
+	}
+	return s.answerError(c, x, &wire.APIError{Status: status, Type: "upstream_error", Code: string(f.outcome.Reason), RetryAfter: retry,
+		Message: fmt.Sprintf("upstream %s answered HTTP %d", f.cand.Provider.ID, f.status)})
+}
+
+// answerError writes a gateway error and logs the request.
+func (s *Server) answerError(c *fiber.Ctx, x *exchange, e *wire.APIError) error {
+	err := s.writeError(c, e, x.format)
+	s.logAccess(x, e.Status, e.Code)
+	return err
+}
+
+func (s *Server) setRouteHeaders(c *fiber.Ctx, x *exchange, cd topology.Candidate) {
+	c.Set("X-Breakwater-Provider", cd.Provider.ID)
+	c.Set("X-Breakwater-Connection", cd.Connection.ID)
+	c.Set("X-Breakwater-Model", cd.Model)
+	c.Set("X-Breakwater-Attempts", strconv.Itoa(x.attempts))
+}
+
+// copyResponseHeaders passes through the upstream headers a client may
+// use: content type, request ids and rate-limit information.
+func copyResponseHeaders(c *fiber.Ctx, h http.Header) {
+	for k, v := range h {
+		if len(v) == 0 {
+			continue
+		}
+		lk := strings.ToLower(k)
+		switch {
+		case lk == "content-type", lk == "x-request-id", lk == "request-id", lk == "retry-after",
+			strings.HasPrefix(lk, "x-ratelimit-"), strings.HasPrefix(lk, "anthropic-ratelimit-"), lk == "openai-processing-ms":
+			c.Set(k, v[0])
+		}
+	}
+}
+
+// logAccess writes the request's one access line.
+func (s *Server) logAccess(x *exchange, status int, code string) {
+	provider, conn := "", ""
+	if x.final.Provider != nil {
+		provider, conn = x.final.Provider.ID, x.final.Connection.ID
+	} else if x.last != nil {
+		provider, conn = x.last.cand.Provider.ID, x.last.cand.Connection.ID
+	}
+	s.access.Info("request", "request_id", x.id, "model", x.model, "provider", provider, "connection", conn,
+		"attempts", x.attempts, "status", status, "code", code, "stream", x.stream,
+		"upstream_ms", x.upstreamTime.Milliseconds(), "total_ms", time.Since(x.start).Milliseconds())
+}

@@ -1,0 +1,195 @@
+// Package server is Breakwater's HTTP front: the Fiber application that
+// speaks the OpenAI and Anthropic wire formats to clients, runs each request
+// through the resilience engine and the upstream executors, relays streams,
+// and serves the admin API.
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/runtime/config"
+	"github.com/breakwater-dev/breakwater/runtime/topology"
+	"github.com/breakwater-dev/breakwater/runtime/upstream"
+	"github.com/breakwater-dev/breakwater/runtime/wire"
+)
+
+// Version is reported by /api/version and the User-Agent sent upstream. The
+// binary sets it at start.
+const userAgentPrefix = "breakwater/"
+
+// Options are the parts a Server is built from. Config, Topology, Engine and
+// Logger are required.
+type Options struct {
+	Config   *config.Config
+	Topology *topology.Topology
+	Engine   *engine.Engine
+	Logger   hclog.Logger
+	// Version is the build version, for the User-Agent and /api/version.
+	Version string
+	// Clock defaults to the system clock.
+	Clock engine.Clock
+}
+
+// Server is the gateway's HTTP server. Build it with New, run it with
+// Serve, stop it with Shutdown. It is goroutine-safe.
+type Server struct {
+	cfg     *config.Config
+	topo    *topology.Topology
+	eng     *engine.Engine
+	pool    *upstream.Pool
+	clock   engine.Clock
+	log     hclog.Logger
+	access  hclog.Logger
+	app     *fiber.App
+	auth    *authenticator
+	version string
+	ua      string
+
+	reqPrefix string
+	reqSeq    atomic.Uint64
+
+	modelsJSON []byte
+}
+
+// New builds a Server; it opens no socket.
+func New(o Options) (*Server, error) {
+	if o.Config == nil || o.Topology == nil || o.Engine == nil || o.Logger == nil {
+		return nil, errors.New("server: Config, Topology, Engine and Logger are required")
+	}
+	if o.Clock == nil {
+		o.Clock = engine.SystemClock{}
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	sc := o.Config.Server
+	s := &Server{
+		cfg:     o.Config,
+		topo:    o.Topology,
+		eng:     o.Engine,
+		clock:   o.Clock,
+		log:     o.Logger.Named("server"),
+		access:  o.Logger.Named("access"),
+		version: o.Version,
+		ua:      userAgentPrefix + o.Version,
+		pool: upstream.NewPool(upstream.Timeouts{
+			Connect:   time.Duration(sc.ConnectTimeoutMS) * time.Millisecond,
+			FirstByte: time.Duration(sc.FirstByteTimeoutMS) * time.Millisecond,
+			Idle:      time.Duration(sc.IdleTimeoutMS) * time.Millisecond,
+		}),
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	s.reqPrefix = hex.EncodeToString(rnd[:]) + "-"
+	s.auth = newAuthenticator(o.Config)
+	s.modelsJSON = modelsList(o.Topology)
+
+	limit := sc.MaxRequestBytes
+	if limit <= 0 {
+		limit = 10 << 20
+	}
+	s.app = fiber.New(fiber.Config{
+		AppName:               "breakwater",
+		BodyLimit:             int(limit),
+		DisableStartupMessage: true,
+		ErrorHandler:          s.errorHandler,
+		ReadTimeout:           60 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		// Never echo client input back in framework errors.
+		DisableDefaultContentType: false,
+	})
+	s.routes()
+	return s, nil
+}
+
+func (s *Server) routes() {
+	v1 := s.app.Group("/v1", s.clientAuth)
+	v1.Post("/chat/completions", s.handleChat)
+	v1.Post("/messages", s.handleMessages)
+	v1.Get("/models", s.handleModels)
+
+	s.adminRoutes()
+}
+
+// App returns the Fiber application, for tests.
+func (s *Server) App() *fiber.App { return s.app }
+
+// Serve accepts connections on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error {
+	s.log.Info("listening", "addr", ln.Addr().String())
+	if err := s.app.Listener(ln); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	return nil
+}
+
+// Shutdown stops accepting requests and waits up to the context's deadline
+// for running ones, then drops pooled upstream connections.
+func (s *Server) Shutdown(ctx context.Context) error {
+	timeout := 10 * time.Second
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = time.Until(dl)
+	}
+	err := s.app.ShutdownWithTimeout(timeout)
+	s.pool.Close()
+	if err != nil {
+		return fmt.Errorf("server: shutdown: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) nextRequestID() string {
+	return s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 36)
+}
+
+// errorHandler answers framework-level errors (body too large, unknown
+// route, method not allowed) in the OpenAI error shape.
+func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
+	var fe *fiber.Error
+	status := fiber.StatusInternalServerError
+	if errors.As(err, &fe) {
+		status = fe.Code
+	}
+	var e *wire.APIError
+	switch status {
+	case fiber.StatusRequestEntityTooLarge:
+		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "request_too_large",
+			Message: fmt.Sprintf("request body exceeds server.max_request_bytes (%d bytes)", s.cfg.Server.MaxRequestBytes)}
+	case fiber.StatusNotFound:
+		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "not_found", Message: "no such endpoint: " + c.Method() + " " + c.Path()}
+	case fiber.StatusMethodNotAllowed:
+		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "method_not_allowed", Message: "method not allowed"}
+	default:
+		s.log.Error("unhandled error", "path", c.Path(), "error", err)
+		e = &wire.APIError{Status: status, Type: "server_error", Code: "internal_error", Message: "internal error"}
+	}
+	return s.writeError(c, e, formatOf(c))
+}
+
+func formatOf(c *fiber.Ctx) wire.Format {
+	if c.Path() == "/v1/messages" {
+		return wire.FormatAnthropic
+	}
+	return wire.FormatOpenAI
+}
+
+// writeError answers e in format f.
+func (s *Server) writeError(c *fiber.Ctx, e *wire.APIError, f wire.Format) error {
+	if ra := e.RetryAfterSeconds(); ra != "" {
+		c.Set("Retry-After", ra)
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Status(e.Status).Send(e.Body(f))
+}

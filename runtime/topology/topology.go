@@ -1,0 +1,296 @@
+// Package topology is the routable view of the configuration: providers,
+// their connections and models, and combos, with the resolution of a
+// client's model name into an ordered list of upstream candidates.
+package topology
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/runtime/config"
+)
+
+// Kind is a provider's wire format.
+type Kind string
+
+// Provider kinds.
+const (
+	KindOpenAI    Kind = "openai"
+	KindAnthropic Kind = "anthropic"
+)
+
+// Provider is one upstream service.
+type Provider struct {
+	ID          string
+	Kind        Kind
+	Profile     engine.Profile
+	BaseURL     string
+	Models      []string
+	models      map[string]struct{}
+	Connections []*Connection
+}
+
+// Serves reports whether the provider lists model.
+func (p *Provider) Serves(model string) bool {
+	_, ok := p.models[model]
+	return ok
+}
+
+// Connection is one account / key of a provider.
+type Connection struct {
+	Provider     *Provider
+	ID           string
+	APIKey       string
+	LocalAddress string
+	ProxyURL     string
+	// Ref is "provider/connection", the connection's global name.
+	Ref string
+}
+
+// Candidate is one upstream attempt a request may make.
+type Candidate struct {
+	Provider   *Provider
+	Connection *Connection
+	// Model is the upstream model id sent to the executor.
+	Model string
+}
+
+// Combo is a named virtual model over targets.
+type Combo struct {
+	Name     string
+	Strategy string
+	Targets  []ComboTarget
+}
+
+// ComboTarget is one resolved leaf target of a combo.
+type ComboTarget struct {
+	Provider   *Provider
+	Model      string
+	Connection *Connection // nil = any connection of the provider
+	Weight     float64
+}
+
+// Topology is the immutable routable view of a configuration. It is safe
+// for concurrent use.
+type Topology struct {
+	Providers []*Provider
+	providers map[string]*Provider
+	Combos    []*Combo
+	combos    map[string]*Combo
+	// Warnings are non-fatal remarks produced while building.
+	Warnings []string
+}
+
+// Build turns a validated configuration into a Topology. It rejects combo
+// targets naming unknown providers, models or connections, and cycles of
+// nested combos (naming the path).
+func Build(cfg *config.Config) (*Topology, error) {
+	t := &Topology{providers: map[string]*Provider{}, combos: map[string]*Combo{}}
+	for _, pc := range cfg.Providers {
+		p := &Provider{
+			ID:      pc.ID,
+			Kind:    Kind(pc.Kind),
+			Profile: engine.Profile(pc.Profile),
+			BaseURL: strings.TrimRight(pc.BaseURL, "/"),
+			Models:  append([]string(nil), pc.Models...),
+			models:  map[string]struct{}{},
+		}
+		if p.Profile == "" {
+			p.Profile = engine.ProfileAPIKey
+		}
+		for _, m := range pc.Models {
+			p.models[m] = struct{}{}
+		}
+		for _, cc := range pc.Connections {
+			p.Connections = append(p.Connections, &Connection{
+				Provider:     p,
+				ID:           cc.ID,
+				APIKey:       cc.APIKey.Value(),
+				LocalAddress: cc.LocalAddress,
+				ProxyURL:     cc.ProxyURL.Value(),
+				Ref:          p.ID + "/" + cc.ID,
+			})
+		}
+		t.Providers = append(t.Providers, p)
+		t.providers[p.ID] = p
+	}
+	raw := map[string]config.Combo{}
+	for _, c := range cfg.Combos {
+		raw[c.Name] = c
+	}
+	for _, c := range cfg.Combos {
+		if t.isModel(c.Name) {
+			t.Warnings = append(t.Warnings, fmt.Sprintf("combo %q shadows a provider model of the same name; the combo wins", c.Name))
+		}
+		targets, err := t.flatten(c.Name, raw, []string{c.Name})
+		if err != nil {
+			return nil, err
+		}
+		combo := &Combo{Name: c.Name, Strategy: c.Strategy, Targets: targets}
+		t.Combos = append(t.Combos, combo)
+		t.combos[c.Name] = combo
+	}
+	return t, nil
+}
+
+func (t *Topology) isModel(name string) bool {
+	for _, p := range t.Providers {
+		if p.Serves(name) {
+			return true
+		}
+	}
+	return false
+}
+
+// flatten expands a combo's targets into leaves, following nested combos
+// and rejecting cycles.
+func (t *Topology) flatten(name string, raw map[string]config.Combo, path []string) ([]ComboTarget, error) {
+	var out []ComboTarget
+	for i, tg := range raw[name].Targets {
+		if child, ok := raw[tg.Model]; ok {
+			for _, seen := range path {
+				if seen == child.Name {
+					return nil, fmt.Errorf("combos: cycle of nested combos: %s", strings.Join(append(path, child.Name), " -> "))
+				}
+			}
+			leaves, err := t.flatten(child.Name, raw, append(path, child.Name))
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, leaves...)
+			continue
+		}
+		pid, model, ok := strings.Cut(tg.Model, "/")
+		p := t.providers[pid]
+		if !ok || p == nil {
+			return nil, fmt.Errorf("combos: %s.targets[%d]: model %q must be provider/model or a combo name", name, i, tg.Model)
+		}
+		if !p.Serves(model) {
+			return nil, fmt.Errorf("combos: %s.targets[%d]: provider %q does not list model %q", name, i, pid, model)
+		}
+		leaf := ComboTarget{Provider: p, Model: model, Weight: tg.Weight}
+		if tg.Connection != "" {
+			for _, c := range p.Connections {
+				if c.ID == tg.Connection {
+					leaf.Connection = c
+				}
+			}
+			if leaf.Connection == nil {
+				return nil, fmt.Errorf("combos: %s.targets[%d]: provider %q has no connection %q", name, i, pid, tg.Connection)
+			}
+		}
+		out = append(out, leaf)
+	}
+	return out, nil
+}
+
+// Provider returns the provider with the given id.
+func (t *Topology) Provider(id string) (*Provider, bool) {
+	p, ok := t.providers[id]
+	return p, ok
+}
+
+// Combo returns the combo with the given name.
+func (t *Topology) Combo(name string) (*Combo, bool) {
+	c, ok := t.combos[name]
+	return c, ok
+}
+
+// Resolution is a client model name resolved to candidates.
+type Resolution struct {
+	Candidates []Candidate
+	// Provider is set when the client addressed one provider explicitly
+	// ("provider/model").
+	Provider *Provider
+	// Combo is set when the client addressed a combo.
+	Combo *Combo
+}
+
+// Resolve maps a client model name to its ordered candidates: a combo name
+// to its targets, "provider/model" to that provider's connections, and a
+// bare model to every provider listing it, in configuration order. It
+// reports false for an unknown model.
+func (t *Topology) Resolve(name string) (Resolution, bool) {
+	if c, ok := t.combos[name]; ok {
+		var out []Candidate
+		for _, tg := range c.Targets {
+			if tg.Connection != nil {
+				out = append(out, Candidate{Provider: tg.Provider, Connection: tg.Connection, Model: tg.Model})
+				continue
+			}
+			for _, conn := range tg.Provider.Connections {
+				out = append(out, Candidate{Provider: tg.Provider, Connection: conn, Model: tg.Model})
+			}
+		}
+		return Resolution{Candidates: out, Combo: c}, true
+	}
+	if pid, model, ok := strings.Cut(name, "/"); ok {
+		if p, ok := t.providers[pid]; ok {
+			if !p.Serves(model) {
+				return Resolution{}, false
+			}
+			return Resolution{Candidates: p.candidates(model), Provider: p}, true
+		}
+	}
+	var out []Candidate
+	for _, p := range t.Providers {
+		if p.Serves(name) {
+			out = append(out, p.candidates(name)...)
+		}
+	}
+	return Resolution{Candidates: out}, len(out) > 0
+}
+
+func (p *Provider) candidates(model string) []Candidate {
+	out := make([]Candidate, 0, len(p.Connections))
+	for _, c := range p.Connections {
+		out = append(out, Candidate{Provider: p, Connection: c, Model: model})
+	}
+	return out
+}
+
+// ModelIDs lists every addressable name: "provider/model" for each model
+// of each provider, then each combo name, sorted within each group.
+func (t *Topology) ModelIDs() []string {
+	var models []string
+	for _, p := range t.Providers {
+		for _, m := range p.Models {
+			models = append(models, p.ID+"/"+m)
+		}
+	}
+	sort.Strings(models)
+	var combos []string
+	for _, c := range t.Combos {
+		combos = append(combos, c.Name)
+	}
+	sort.Strings(combos)
+	return append(models, combos...)
+}
+
+// EngineSpecs describes the providers for the engine.
+func EngineSpecs(cfg *config.Config) []engine.ProviderSpec {
+	out := make([]engine.ProviderSpec, 0, len(cfg.Providers))
+	for _, pc := range cfg.Providers {
+		spec := engine.ProviderSpec{
+			ID:             pc.ID,
+			Profile:        engine.Profile(pc.Profile),
+			QuotaFamilies:  pc.QuotaFamilies,
+			EgressBucketed: pc.EgressBucketed,
+		}
+		if spec.Profile == "" {
+			spec.Profile = engine.ProfileAPIKey
+		}
+		if pc.UseUpstreamRetryHints != nil {
+			spec.UseUpstreamRetryHints = *pc.UseUpstreamRetryHints
+		} else {
+			spec.UseUpstreamRetryHints = spec.Profile == engine.ProfileAPIKey
+		}
+		for _, cc := range pc.Connections {
+			spec.Connections = append(spec.Connections, engine.ConnectionSpec{ID: cc.ID, DisableCooling: cc.DisableCooling})
+		}
+		out = append(out, spec)
+	}
+	return out
+}

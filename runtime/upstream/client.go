@@ -1,0 +1,198 @@
+// Package upstream is Breakwater's HTTP client towards upstream providers:
+// pooled keep-alive connections, separate connect, first-byte and idle
+// timeouts, an optional local bind address per connection and an optional
+// proxy, and a record of the egress address each call left from.
+package upstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+)
+
+// Timeouts are the upstream client's time limits. A zero field takes the
+// default of DefaultTimeouts.
+type Timeouts struct {
+	// Connect bounds the TCP (and TLS) connection set-up.
+	Connect time.Duration
+	// FirstByte bounds the wait from sending the request to the response
+	// headers.
+	FirstByte time.Duration
+	// Idle bounds the silence between two reads of the response body.
+	Idle time.Duration
+}
+
+// DefaultTimeouts returns connect 10 s, first byte 120 s, idle 60 s.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{Connect: 10 * time.Second, FirstByte: 120 * time.Second, Idle: 60 * time.Second}
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	d := DefaultTimeouts()
+	if t.Connect <= 0 {
+		t.Connect = d.Connect
+	}
+	if t.FirstByte <= 0 {
+		t.FirstByte = d.FirstByte
+	}
+	if t.Idle <= 0 {
+		t.Idle = d.Idle
+	}
+	return t
+}
+
+// ErrIdleTimeout is the cause of a body read cut by the idle timeout.
+var ErrIdleTimeout = errors.New("upstream idle timeout")
+
+// Route says how one connection reaches its upstream: the local address
+// to bind the outgoing socket to and the proxy to go through. The zero
+// value dials directly from the system's choice of address.
+type Route struct {
+	LocalAddress string
+	ProxyURL     string
+}
+
+// Pool hands out one pooled *http.Client per distinct Route, so keep-alive
+// connections are shared by every connection with the same route. It is
+// goroutine-safe.
+type Pool struct {
+	timeouts Timeouts
+
+	mu      sync.Mutex
+	clients map[Route]*http.Client
+}
+
+// NewPool returns a Pool whose clients use the given timeouts.
+func NewPool(t Timeouts) *Pool {
+	return &Pool{timeouts: t.withDefaults(), clients: make(map[Route]*http.Client)}
+}
+
+// Timeouts returns the pool's effective timeouts.
+func (p *Pool) Timeouts() Timeouts { return p.timeouts }
+
+// Client returns the shared client for a route, creating it on first use.
+func (p *Pool) Client(r Route) (*http.Client, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c, ok := p.clients[r]; ok {
+		return c, nil
+	}
+	tr, err := p.transport(r)
+	if err != nil {
+		return nil, err
+	}
+	c := &http.Client{Transport: tr}
+	p.clients[r] = c
+	return c, nil
+}
+
+func (p *Pool) transport(r Route) (*http.Transport, error) {
+	dialer := &net.Dialer{Timeout: p.timeouts.Connect, KeepAlive: 30 * time.Second}
+	if r.LocalAddress != "" {
+		ip := net.ParseIP(r.LocalAddress)
+		if ip == nil {
+			return nil, fmt.Errorf("upstream: local_address %q is not an IP address", r.LocalAddress)
+		}
+		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	}
+	tr := &http.Transport{
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   p.timeouts.Connect,
+		ResponseHeaderTimeout: p.timeouts.FirstByte,
+		ExpectContinueTimeout: time.Second,
+		// Upstream bodies are relayed as they arrive; compression would
+		// make the transport buffer and decode.
+		DisableCompression: true,
+	}
+	if r.ProxyURL != "" {
+		u, err := url.Parse(r.ProxyURL)
+		if err != nil || u.Host == "" {
+			// The proxy URL may hold credentials: never echo it.
+			return nil, errors.New("upstream: proxy_url is not a valid URL")
+		}
+		tr.Proxy = http.ProxyURL(u)
+	}
+	return tr, nil
+}
+
+// Close drops every pooled idle connection.
+func (p *Pool) Close() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range p.clients {
+		c.CloseIdleConnections()
+	}
+}
+
+// Do sends req with the route's client. The returned response's body is
+// guarded by the idle timeout: a body that stays silent longer than Idle
+// is cancelled through cancel and reads fail with ErrIdleTimeout. The
+// caller must close the body.
+func (p *Pool) Do(req *http.Request, r Route, cancel context.CancelFunc) (*http.Response, error) {
+	c, err := p.Client(r)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = newIdleBody(resp.Body, p.timeouts.Idle, cancel)
+	return resp, nil
+}
+
+// idleBody cancels the request when no read completes within idle.
+type idleBody struct {
+	rc    io.ReadCloser
+	idle  time.Duration
+	timer *time.Timer
+
+	mu    sync.Mutex
+	fired bool
+}
+
+func newIdleBody(rc io.ReadCloser, idle time.Duration, cancel context.CancelFunc) *idleBody {
+	b := &idleBody{rc: rc, idle: idle}
+	b.timer = time.AfterFunc(idle, func() {
+		b.mu.Lock()
+		b.fired = true
+		b.mu.Unlock()
+		if cancel != nil {
+			cancel()
+		}
+	})
+	return b
+}
+
+// Read reads from the body and re-arms the idle timer.
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF {
+		b.mu.Lock()
+		fired := b.fired
+		b.mu.Unlock()
+		if fired {
+			return n, fmt.Errorf("%w after %s: %v", ErrIdleTimeout, b.idle, err)
+		}
+	}
+	if n > 0 {
+		b.timer.Reset(b.idle)
+	}
+	return n, err
+}
+
+// Close stops the timer and closes the body.
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	return b.rc.Close()
+}

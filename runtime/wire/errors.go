@@ -1,0 +1,85 @@
+package wire
+
+import (
+	"encoding/json"
+	"strconv"
+	"time"
+)
+
+// Format is a client wire format.
+type Format int
+
+// The two client wire formats.
+const (
+	FormatOpenAI Format = iota
+	FormatAnthropic
+)
+
+// APIError is an error answered to a client, in either wire format.
+type APIError struct {
+	Status  int
+	Type    string
+	Code    string
+	Message string
+	// Param names the offending request field, when there is one.
+	Param string
+	// RetryAfter, when positive, is sent as the Retry-After header (whole
+	// seconds, rounded up, at least 1).
+	RetryAfter time.Duration
+	// Extra holds additional members of the error object (diagnostics,
+	// retry_after, reset_at...).
+	Extra map[string]any
+}
+
+// Error implements error.
+func (e *APIError) Error() string { return e.Code + ": " + e.Message }
+
+// RetryAfterSeconds returns the Retry-After header value, or "" when no
+// wait is known.
+func (e *APIError) RetryAfterSeconds() string {
+	if e.RetryAfter <= 0 {
+		return ""
+	}
+	return strconv.FormatInt(CeilSeconds(e.RetryAfter), 10)
+}
+
+// CeilSeconds rounds d up to whole seconds, at least 1.
+func CeilSeconds(d time.Duration) int64 {
+	s := int64((d + time.Second - 1) / time.Second)
+	if s < 1 {
+		s = 1
+	}
+	return s
+}
+
+// Body renders the error in the given wire format.
+func (e *APIError) Body(f Format) []byte {
+	obj := make(map[string]any, 4+len(e.Extra))
+	for k, v := range e.Extra {
+		obj[k] = v
+	}
+	obj["message"] = e.Message
+	obj["type"] = e.Type
+	if e.Code != "" {
+		obj["code"] = e.Code
+	}
+	if e.Param != "" {
+		obj["param"] = e.Param
+	}
+	var doc any
+	if f == FormatAnthropic {
+		doc = map[string]any{"type": "error", "error": obj}
+	} else {
+		doc = map[string]any{"error": obj}
+	}
+	b, err := json.Marshal(doc)
+	if err != nil {
+		return []byte(`{"error":{"message":"internal error","type":"server_error"}}`)
+	}
+	return b
+}
+
+// InvalidRequest returns a 400 invalid_request_error naming field.
+func InvalidRequest(field, msg string) *APIError {
+	return &APIError{Status: 400, Type: "invalid_request_error", Code: "invalid_request_error", Param: field, Message: field + ": " + msg}
+}

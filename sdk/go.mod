@@ -1,0 +1,3 @@
+module github.com/breakwater-dev/breakwater/sdk
+
+go 1.26
