@@ -233,6 +233,8 @@ func (st connState) backoff(o Outcome, pol cooldownPolicy, now time.Time, coolin
 		return st.arm(now, min(o.CooldownHint, MaxUpstreamHint), st.BackoffLevel)
 	case pol.useHints && o.RetryHint > 0:
 		return st.arm(now, min(o.RetryHint, MaxUpstreamHint), 0)
+	case cooling:
+		return st, cooldownEffect{}
 	}
 	level := min(st.BackoffLevel, pol.maxLevel)
 	return st.arm(now, backoffDuration(pol.base, level), min(level+1, pol.maxLevel))

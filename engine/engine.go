@@ -61,7 +61,7 @@ type Observer struct {
 	// OnLockout is called when a model lockout is armed or extended; model
 	// is the locked model key (a model id or "family:<name>").
 	OnLockout func(provider, connection, model, reason string, d time.Duration)
-	// OnExclusion is called by Check and Peek for every excluded target.
+	// OnExclusion is called by Check (not Peek) for every excluded target.
 	OnExclusion func(reason string)
 }
 
@@ -411,7 +411,7 @@ func (e *Engine) check(provider, connection, model string, claim bool) (Exclusio
 	default:
 		ex, excluded = e.breakerExclusion(provider, now)
 	}
-	if excluded {
+	if excluded && claim {
 		if fn := e.obs().OnExclusion; fn != nil {
 			fn(ex.Reason)
 		}

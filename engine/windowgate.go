@@ -3,6 +3,7 @@ package engine
 import (
 	"maps"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 )
@@ -92,9 +93,10 @@ type windowChange struct {
 // WindowGate is the opt-in provider cooldown window gate of RESILIENCE.md
 // §1b: cross-request memory that makes a provider cool for Cooldown once
 // Threshold failures land inside Window, so consecutive combo requests stop
-// retrying it. Failures are counted per connection: repeated failures of the
-// same connection inside the window count once (the count is the number of
-// distinct connections with a failure inside the window). A success clears
+// retrying it. A failure that arrives while its connection is still inside
+// the backoff of an earlier counted failure is a duplicate and counts once,
+// so a burst from one key does not trip the gate while a lone key that
+// keeps failing still does. A success clears
 // the window. Alongside, each connection has an entry with exponential
 // backoff from 5 s doubling to 300 s per consecutive failure. All timers are
 // lazy. WindowGate is goroutine-safe.
@@ -159,6 +161,11 @@ func (g *WindowGate) RecordFailure(provider, connection string) {
 		ws.conns = make(map[string]ConnectionBackoff)
 	}
 	e := ws.conns[connection]
+	// A failure counts toward the provider's window unless its connection
+	// is still inside the backoff of an earlier counted failure: a burst of
+	// duplicate failures from one connection counts once, while a lone
+	// connection failing again and again still trips the gate.
+	duplicate := now.Before(e.Until)
 	if !e.LastFailureAt.IsZero() && now.Sub(e.LastFailureAt) >= ws.cfg.Window && !now.Before(e.Until) {
 		e.Level = 0
 	}
@@ -171,12 +178,14 @@ func (g *WindowGate) RecordFailure(provider, connection string) {
 	e.LastFailureAt = now
 	ws.conns[connection] = e
 
-	if !now.Before(ws.coolingUntil) {
+	if !now.Before(ws.coolingUntil) && !duplicate {
 		ws.coolingUntil = time.Time{}
 		if ws.failures == nil {
 			ws.failures = make(map[string]time.Time)
 		}
-		ws.failures[connection] = now
+		// Keyed per counted failure; the key keeps the connection for
+		// diagnostics.
+		ws.failures[connection+"@"+strconv.FormatInt(now.UnixNano(), 36)] = now
 		if len(ws.failures) >= ws.cfg.Threshold {
 			ws.coolingUntil = now.Add(ws.cfg.Cooldown)
 			clear(ws.failures)

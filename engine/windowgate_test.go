@@ -87,19 +87,32 @@ func TestWindowGateTripsPerProfile(t *testing.T) {
 func TestWindowGateDuplicateConnectionCountsOnce(t *testing.T) {
 	g, clock := newTestGate(t)
 	g.Configure("p", DefaultWindowGateConfig(ProfileLocal)) // trips after 2
+	// A burst from one connection inside its 5 s backoff counts once.
 	for range 5 {
 		g.RecordFailure("p", "a")
-		clock.Advance(10 * time.Second)
+		clock.Advance(time.Second)
 	}
 	if cooling, _ := g.Cooling("p"); cooling {
-		t.Fatal("five failures of one connection tripped a threshold of 2")
+		t.Fatal("a burst of one connection's failures tripped a threshold of 2")
 	}
 	if s := g.Snapshot("p"); len(s.Failures) != 1 {
-		t.Errorf("window holds %d connections, want 1", len(s.Failures))
+		t.Errorf("window holds %d counted failures, want 1", len(s.Failures))
 	}
 	g.RecordFailure("p", "b")
 	if cooling, _ := g.Cooling("p"); !cooling {
 		t.Error("second distinct connection did not trip the gate")
+	}
+}
+
+func TestWindowGateLoneConnectionStillTrips(t *testing.T) {
+	g, clock := newTestGate(t)
+	g.Configure("p", DefaultWindowGateConfig(ProfileLocal)) // 2 within 5 min
+	g.RecordFailure("p", "a")
+	clock.Advance(5 * time.Second) // past the connection's first 5 s backoff
+	g.RecordFailure("p", "a")
+	cooling, until := g.Cooling("p")
+	if !cooling || until.Sub(clock.Now()) != time.Minute {
+		t.Fatalf("a single-connection provider failing twice outside its backoff: cooling=%v for %v, want 1m", cooling, until.Sub(clock.Now()))
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/runtime/config"
 	"github.com/breakwater-dev/breakwater/runtime/gateway"
 	"github.com/breakwater-dev/breakwater/runtime/mock"
@@ -39,16 +40,26 @@ func (s *syncBuffer) String() string {
 
 // harness is a gateway in front of a real mock upstream, both on loopback.
 type harness struct {
-	t    *testing.T
-	mock *mock.Server
-	gw   *gateway.Gateway
-	url  string
-	logs *syncBuffer
+	t       *testing.T
+	mock    *mock.Server
+	gw      *gateway.Gateway
+	url     string
+	logs    *syncBuffer
+	log     hclog.Logger
+	clock   engine.Clock
+	cfgYAML string
 }
 
 // start runs the mock and a gateway whose configuration is cfgYAML with
-// MOCK_URL replaced by the mock's base URL.
+// MOCK_URL replaced by the mock's base URL, on the system clock.
 func start(t *testing.T, cfgYAML string) *harness {
+	t.Helper()
+	return startWith(t, cfgYAML, nil)
+}
+
+// startWith is start with an injected clock for the resilience timers (nil
+// = system clock).
+func startWith(t *testing.T, cfgYAML string, clock engine.Clock) *harness {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Debug, Output: logs})
@@ -58,7 +69,17 @@ func start(t *testing.T, cfgYAML string) *harness {
 		t.Fatalf("starting mock: %v", err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(cfgYAML, "MOCK_URL", "http://"+maddr)), "test.yaml")
+	h := &harness{t: t, mock: m, logs: logs, log: log, clock: clock,
+		cfgYAML: strings.ReplaceAll(cfgYAML, "MOCK_URL", "http://"+maddr)}
+	h.startGateway()
+	return h
+}
+
+// startGateway (re)starts the gateway on the harness's configuration.
+func (h *harness) startGateway() {
+	t := h.t
+	t.Helper()
+	cfg, err := config.Parse([]byte(h.cfgYAML), "test.yaml")
 	if err != nil {
 		t.Fatalf("config: %v", err)
 	}
@@ -66,16 +87,43 @@ func start(t *testing.T, cfgYAML string) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	gw, err := gateway.Start(context.Background(), cfg, gateway.Options{Logger: log, Listener: ln, Version: "test"})
+	gw, err := gateway.Start(context.Background(), cfg, gateway.Options{Logger: h.log, Listener: ln, Version: "test", Clock: h.clock})
 	if err != nil {
 		t.Fatalf("starting gateway: %v", err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = gw.Close(ctx)
-	})
-	return &harness{t: t, mock: m, gw: gw, url: "http://" + gw.Addr(), logs: logs}
+	h.gw, h.url = gw, "http://"+gw.Addr()
+	t.Cleanup(h.stopGateway)
+}
+
+// stopGateway shuts the gateway down (idempotent).
+func (h *harness) stopGateway() {
+	if h.gw == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.gw.Close(ctx); err != nil {
+		h.t.Errorf("closing gateway: %v", err)
+	}
+	h.gw = nil
+}
+
+// admin sends an admin API request with the test admin token.
+func (h *harness) admin(method, path, body string) (int, map[string]any) {
+	h.t.Helper()
+	req, err := http.NewRequest(method, h.url+path, strings.NewReader(body))
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer test-admin-token-0123456789")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	return resp.StatusCode, decode(h.t, resp)
 }
 
 // post sends a JSON body with optional header pairs.

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/breakwater-dev/breakwater/engine"
@@ -59,7 +60,10 @@ type Store struct {
 //   - ValueLogFileSize 16 MiB (default 1 GiB); values below the default
 //     ValueThreshold (1 MiB) stay in the LSM tree, so no value-log GC is
 //     needed for state records;
-//   - BlockCacheSize 4 MiB (default 256) with Snappy compression kept;
+//   - no compression and no block cache (default Snappy with a 256 MiB
+//     cache): tables are read straight from their mmap, and compaction
+//     needs no compression buffers; state is small, so disk use is not a
+//     concern;
 //   - NumCompactors 2 (default 4), NumGoroutines 2 (default 8);
 //   - metrics off; Badger's log routed to logger, its info at debug and
 //     its debug at trace.
@@ -70,7 +74,8 @@ func Options(dir string, logger hclog.Logger) badger.Options {
 		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
 		WithValueLogFileSize(16 << 20).
-		WithBlockCacheSize(4 << 20).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
 		WithNumCompactors(2).
 		WithNumGoroutines(2).
 		WithMetricsEnabled(false)

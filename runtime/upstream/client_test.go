@@ -1,0 +1,112 @@
+package upstream
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLocalAddressBindsTheOutgoingSocket(t *testing.T) {
+	var remote string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		remote = r.RemoteAddr
+	}))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	for _, ip := range []string{"127.0.0.2", "127.0.0.3"} {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+		resp, err := p.Do(req, Route{LocalAddress: ip}, nil)
+		if err != nil {
+			t.Fatalf("bind %s: %v", ip, err)
+		}
+		resp.Body.Close()
+		if host, _, _ := net.SplitHostPort(remote); host != ip {
+			t.Fatalf("upstream saw %s, want the bound %s", remote, ip)
+		}
+	}
+	if _, err := p.Client(Route{LocalAddress: "not-an-ip"}); err == nil {
+		t.Fatal("an invalid local_address must be refused")
+	}
+}
+
+func TestProxyURLRoutesThroughTheProxy(t *testing.T) {
+	var proxied string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		proxied = r.URL.String() // absolute-form request target
+		_, _ = io.WriteString(w, "via proxy")
+	}))
+	defer proxy.Close()
+	p := NewPool(Timeouts{})
+	req, _ := http.NewRequest(http.MethodGet, "http://upstream.invalid/v1/models", nil)
+	resp, err := p.Do(req, Route{ProxyURL: proxy.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if string(b) != "via proxy" || proxied != "http://upstream.invalid/v1/models" {
+		t.Fatalf("proxy saw %q, body %q", proxied, b)
+	}
+	_, err = p.Client(Route{ProxyURL: "http://user:hunter2@[::1"})
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("bad proxy_url must fail without echoing it: %v", err)
+	}
+}
+
+func TestIdleTimeoutCutsASilentBody(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.WriteString(w, "first")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	p := NewPool(Timeouts{Idle: 100 * time.Millisecond})
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	resp, err := p.Do(req, Route{}, cancel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	if !errors.Is(err, ErrIdleTimeout) {
+		t.Fatalf("want ErrIdleTimeout, got %v", err)
+	}
+}
+
+func TestFirstByteTimeout(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	p := NewPool(Timeouts{FirstByte: 100 * time.Millisecond})
+	req, _ := http.NewRequest(http.MethodGet, srv.URL, nil)
+	_, err := p.Do(req, Route{}, nil)
+	if err == nil || !strings.Contains(err.Error(), "timeout awaiting response headers") {
+		t.Fatalf("want a first-byte timeout, got %v", err)
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	got := NewPool(Timeouts{Connect: time.Second}).Timeouts()
+	if got.Connect != time.Second || got.FirstByte != 120*time.Second || got.Idle != 60*time.Second {
+		t.Fatalf("timeouts %+v", got)
+	}
+}
