@@ -84,6 +84,14 @@ type Outcome struct {
 	RetryHint       time.Duration
 	RetryHintSource string
 
+	// ClientRetryAfter, when positive, is the wait told to the client
+	// (Retry-After) when it differs from RetryHint, e.g. the default of a
+	// restatement rule. It never sets an internal cooldown or lockout.
+	ClientRetryAfter time.Duration
+	// RestatedFrom is the upstream status before restatement, 0 when the
+	// status was not restated.
+	RestatedFrom int
+
 	// RuleID and RuleSource name the rule that classified the attempt
 	// (source: "operator", "plugin", "builtin" or "default").
 	RuleID     string

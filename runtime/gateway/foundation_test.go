@@ -340,3 +340,41 @@ rules:
 	}
 	waitFor(t, "the access line of the aborted stream", func() bool { return strings.Contains(h.logs.String(), "client_abort") })
 }
+
+func TestMetricsEndpoint(t *testing.T) {
+	h := start(t, baseConfig)
+	h.setScript(`rules: [{key: sk-alpha-1-secret, responses: [{status: 503}]}]`)
+	readBody(t, h.post("/v1/chat/completions", chat("alpha/m1", "")))
+	req, _ := http.NewRequest(http.MethodGet, h.url+"/metrics", nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readBody(t, resp)
+	if resp.StatusCode != 401 {
+		t.Fatalf("/metrics without the admin token: %d", resp.StatusCode)
+	}
+	req.Header.Set("Authorization", "Bearer test-admin-token-0123456789")
+	resp, err = http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(readBody(t, resp))
+	for _, want := range []string{
+		`breakwater_attempts_total{connection="a1",model="m1",provider="alpha",reason="transient"} 1`,
+		`breakwater_attempts_total{connection="a2",model="m1",provider="alpha",reason="success"} 1`,
+		`breakwater_requests_total{code="",endpoint="chat_completions",model="m1",provider="alpha",status="2xx"} 1`,
+		`breakwater_breaker_state{provider="alpha"} 0`,
+		`breakwater_attempts_per_request_bucket{le="2"} 1`,
+		"breakwater_gateway_overhead_seconds_count 1",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	for _, secret := range []string{"sk-alpha-1-secret", "sk-alpha-2-secret", "test-admin-token"} {
+		if strings.Contains(text, secret) {
+			t.Fatalf("secret %q in metrics", secret)
+		}
+	}
+}

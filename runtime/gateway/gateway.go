@@ -14,6 +14,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/runtime/config"
+	"github.com/breakwater-dev/breakwater/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/runtime/server"
 	"github.com/breakwater-dev/breakwater/runtime/store"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
@@ -80,7 +81,10 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 	if err != nil {
 		return nil, fmt.Errorf("starting engine: %w", err)
 	}
-	srv, err := server.New(server.Options{Config: cfg, Topology: topo, Engine: eng, Logger: o.Logger, Version: o.Version, Clock: o.Clock})
+	m := metrics.New()
+	m.RegisterEngine(eng)
+	eng.SetObserver(m.EngineObserver())
+	srv, err := server.New(server.Options{Config: cfg, Topology: topo, Engine: eng, Logger: o.Logger, Version: o.Version, Clock: o.Clock, Metrics: m})
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/runtime/wire"
@@ -22,6 +23,9 @@ func (s *Server) adminRoutes() {
 	api.Post("/resilience/cooldowns", s.handleClearCooldowns)
 	api.Get("/resilience/model-cooldowns", s.handleListLockouts)
 	api.Delete("/resilience/model-cooldowns", s.handleClearLockout)
+	if s.metrics != nil {
+		s.app.Get("/metrics", s.adminAuth, adaptor.HTTPHandler(s.metrics.Handler()))
+	}
 	api.Get("/version", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"version": s.version}) })
 }
 

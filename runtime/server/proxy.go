@@ -60,6 +60,19 @@ type failure struct {
 	body    []byte
 }
 
+// routedModel is the model label of the request for metrics: the model
+// the configuration routed to, never a free-form client string.
+func (x *exchange) routedModel() string {
+	switch {
+	case x.final.Provider != nil:
+		return x.final.Model
+	case x.last != nil:
+		return x.last.cand.Model
+	default:
+		return "other"
+	}
+}
+
 // kindFor maps a client format to the provider kind it can reach.
 func kindFor(f wire.Format) topology.Kind {
 	if f == wire.FormatAnthropic {
@@ -179,7 +192,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 		s.recordFailure(x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
 		return false, nil
 	}
-	s.eng.RecordSuccess(cd.Provider.ID, cd.Connection.ID, cd.Model)
+	s.recordSuccess(cd)
 	s.setRouteHeaders(c, x, cd)
 	copyResponseHeaders(c, resp.Header)
 	c.Status(resp.StatusCode)
@@ -251,6 +264,17 @@ func (s *Server) recordFailure(x *exchange, cd topology.Candidate, status int, h
 			"model", cd.Model, "status", status, "reason", o.Reason, "scope", o.Scope, "rule", o.RuleID)
 	}
 	x.last = &failure{cand: cd, outcome: o, status: status, header: hdr, body: body}
+	if s.metrics != nil {
+		s.metrics.Attempt(cd.Provider.ID, cd.Connection.ID, cd.Model, string(o.Reason))
+	}
+}
+
+// recordSuccess records a completed 2xx attempt.
+func (s *Server) recordSuccess(cd topology.Candidate) {
+	s.eng.RecordSuccess(cd.Provider.ID, cd.Connection.ID, cd.Model)
+	if s.metrics != nil {
+		s.metrics.Attempt(cd.Provider.ID, cd.Connection.ID, cd.Model, "success")
+	}
 }
 
 func lowerHeaders(h http.Header) map[string]string {
@@ -393,7 +417,16 @@ func (s *Server) logAccess(x *exchange, status int, code string) {
 	} else if x.last != nil {
 		provider, conn = x.last.cand.Provider.ID, x.last.cand.Connection.ID
 	}
+	total := time.Since(x.start)
+	if s.metrics != nil {
+		endpoint := "chat_completions"
+		if x.format == wire.FormatAnthropic {
+			endpoint = "messages"
+		}
+		model := x.routedModel()
+		s.metrics.Request(endpoint, provider, model, status, code, x.attempts, total, x.upstreamTime)
+	}
 	s.access.Info("request", "request_id", x.id, "model", x.model, "provider", provider, "connection", conn,
 		"attempts", x.attempts, "status", status, "code", code, "stream", x.stream,
-		"upstream_ms", x.upstreamTime.Milliseconds(), "total_ms", time.Since(x.start).Milliseconds())
+		"upstream_ms", x.upstreamTime.Milliseconds(), "total_ms", total.Milliseconds())
 }

@@ -20,6 +20,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/runtime/config"
+	"github.com/breakwater-dev/breakwater/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
 	"github.com/breakwater-dev/breakwater/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/runtime/wire"
@@ -40,6 +41,9 @@ type Options struct {
 	Version string
 	// Clock defaults to the system clock.
 	Clock engine.Clock
+	// Metrics receives request, attempt and stream metrics; nil disables
+	// them and GET /metrics.
+	Metrics *metrics.Metrics
 }
 
 // Server is the gateway's HTTP server. Build it with New, run it with
@@ -57,6 +61,7 @@ type Server struct {
 	version string
 	ua      string
 
+	metrics   *metrics.Metrics
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
@@ -83,6 +88,7 @@ func New(o Options) (*Server, error) {
 		log:     o.Logger.Named("server"),
 		access:  o.Logger.Named("access"),
 		version: o.Version,
+		metrics: o.Metrics,
 		ua:      userAgentPrefix + o.Version,
 		pool: upstream.NewPool(upstream.Timeouts{
 			Connect:   time.Duration(sc.ConnectTimeoutMS) * time.Millisecond,
