@@ -141,7 +141,9 @@ func (m *Metrics) EngineObserver() engine.Observer {
 		OnCooldown: func(provider, connection, reason string, _ time.Duration) {
 			m.cooldowns.WithLabelValues(provider, connection, reason).Inc()
 		},
-		OnTerminal: func(provider, connection, state string) { m.terminal.WithLabelValues(provider, connection, state).Inc() },
+		OnTerminal: func(provider, connection, state string) {
+			m.terminal.WithLabelValues(provider, connection, state).Inc()
+		},
 		OnLockout: func(provider, _, _, reason string, _ time.Duration) {
 			m.lockoutsArmed.WithLabelValues(provider, reason).Inc()
 		},
