@@ -16,9 +16,13 @@ build:
 
 # test-deps installs what the tests need on a fresh Debian machine.
 test-deps:
-	@command -v redis-server >/dev/null 2>&1 || { \
-		echo "installing redis-server (needed by the Redis state store tests)"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq redis-server >/dev/null; }
+	@missing=""; \
+	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing$$missing (Redis store tests, dashboard browser test)"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
+	fi
 
 test: test-deps build
 	$(GO) vet ./...

@@ -9,6 +9,7 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/runtime/dashboard"
 	"github.com/breakwater-dev/breakwater/runtime/wire"
 )
 
@@ -26,6 +27,15 @@ func (s *Server) adminRoutes() {
 	if s.metrics != nil {
 		s.app.Get("/metrics", s.adminAuth, adaptor.HTTPHandler(s.metrics.Handler()))
 	}
+	page := func(c *fiber.Ctx) error {
+		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
+		c.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
+		c.Set("X-Frame-Options", "DENY")
+		c.Set("Referrer-Policy", "no-referrer")
+		return c.Send(dashboard.Page())
+	}
+	s.app.Get("/", page)
+	s.app.Get("/dashboard", page)
 	api.Get("/version", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"version": s.version}) })
 }
 

@@ -1,0 +1,363 @@
+// Package load is the load generator of the benchmark: an open-loop runner
+// that sends requests on a constant-rate Schedule whatever the responses do,
+// a closed-loop runner that keeps a fixed number of requests in flight, and
+// a streaming runner that times the first SSE "data:" line. The same Client
+// and Request are meant to be used against every target so that the
+// figures are comparable. Runners are safe to call from one goroutine at a
+// time per Client; they start their own goroutines and wait for them.
+package load
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// maxErrorKinds bounds the distinct error messages a Result keeps.
+const maxErrorKinds = 16
+
+// Request is the HTTP call a run repeats: a POST of Body (JSON) to URL.
+// Stream marks an SSE request: it succeeds only when the body carries
+// "data: [DONE]". Request is read-only while a run uses it.
+type Request struct {
+	URL    string
+	Body   []byte
+	Stream bool
+}
+
+// Result is what one run measured. Latency, FromSchedule and FirstData
+// hold one sample per successful request; Lag one per request sent. A
+// Result is owned by the caller once a runner returns it.
+type Result struct {
+	// Scheduled is how many requests the run intended to send (open loop:
+	// the schedule's Count; closed loop and streams: equal to Sent).
+	Scheduled int
+	// Sent is how many requests were sent.
+	Sent int
+	// OK is how many requests succeeded (status 200, body read in full,
+	// and for streams a "data: [DONE]" line).
+	OK int
+	// Dropped counts scheduled requests not sent because MaxInFlight
+	// requests were already waiting (open loop only).
+	Dropped int
+	// Latency is, per success, the time from the send — the moment the
+	// request is handed to the client, so a wait for a free connection
+	// counts — to the end of the body.
+	Latency []time.Duration
+	// FromSchedule is, per success in open loop, the time from the
+	// scheduled send time to the end of the body: Latency plus the
+	// generator's own send lag.
+	FromSchedule []time.Duration
+	// FirstData is, per successful stream, the time from the send to the
+	// first line starting with "data:".
+	FirstData []time.Duration
+	// Lag is, per request sent in open loop, how late the generator sent it
+	// compared with its scheduled time.
+	Lag []time.Duration
+	// Errors counts failures by kind ("HTTP 502", "timeout", ...).
+	Errors map[string]int
+	// Elapsed is the wall time from the first send to the last response.
+	Elapsed time.Duration
+}
+
+// NewClient returns an HTTP/1.1 client tuned for load generation: keep-alive
+// with at most conns connections per host, all kept idle between requests
+// (so a run opens them once), no proxy, no compression, and timeout as the
+// whole-request deadline. A request finding all conns connections busy
+// waits in the client for one; open-loop latency, measured from the
+// scheduled time, includes that wait. Use one client per target and call
+// CloseIdleConnections when the run is over.
+func NewClient(conns int, timeout time.Duration) *http.Client {
+	tr := &http.Transport{
+		Proxy: nil,
+		DialContext: (&net.Dialer{
+			Timeout:   5 * time.Second,
+			KeepAlive: 30 * time.Second,
+		}).DialContext,
+		MaxIdleConns:        0,
+		MaxIdleConnsPerHost: conns,
+		MaxConnsPerHost:     conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+		ForceAttemptHTTP2:   false,
+	}
+	return &http.Client{Transport: tr, Timeout: timeout}
+}
+
+// errorBook counts failures by kind; goroutine-safe.
+type errorBook struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (b *errorBook) add(kind string) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = make(map[string]int)
+	}
+	if _, ok := b.m[kind]; !ok && len(b.m) >= maxErrorKinds {
+		kind = "other"
+	}
+	b.m[kind]++
+}
+
+func (b *errorBook) snapshot() map[string]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make(map[string]int, len(b.m))
+	for k, v := range b.m {
+		out[k] = v
+	}
+	return out
+}
+
+// outcome is one request's measurement, relative to its send time.
+type outcome struct {
+	total     time.Duration // send → end of body
+	firstData time.Duration // send → first "data:" line (streams)
+	errKind   string        // empty on success
+}
+
+// do sends req once and reads the whole answer.
+func do(ctx context.Context, c *http.Client, req Request) outcome {
+	start := time.Now()
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, req.URL, bytes.NewReader(req.Body))
+	if err != nil {
+		return outcome{errKind: classify(err)}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if req.Stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	}
+	resp, err := c.Do(hr)
+	if err != nil {
+		return outcome{errKind: classify(err)}
+	}
+	defer resp.Body.Close()
+	var o outcome
+	if req.Stream && resp.StatusCode == http.StatusOK {
+		o = readStream(resp.Body, start)
+	} else if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		o.errKind = classify(err)
+	}
+	o.total = time.Since(start)
+	if resp.StatusCode != http.StatusOK {
+		o.errKind = "HTTP " + strconv.Itoa(resp.StatusCode)
+	}
+	return o
+}
+
+// readStream reads an SSE body to its end, noting when the first "data:"
+// line arrived and whether "data: [DONE]" came.
+func readStream(body io.Reader, start time.Time) outcome {
+	var o outcome
+	br := bufio.NewReaderSize(body, 4096)
+	sawData, done, lineStart := false, false, true
+	for {
+		line, err := br.ReadSlice('\n')
+		if lineStart && len(line) > 0 {
+			if !sawData && bytes.HasPrefix(line, []byte("data:")) {
+				sawData = true
+				o.firstData = time.Since(start)
+			}
+			if bytes.Equal(bytes.TrimSpace(line), []byte("data: [DONE]")) {
+				done = true
+			}
+		}
+		// A line longer than the buffer arrives in pieces; only the first
+		// piece starts a line.
+		lineStart = err == nil
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			o.errKind = classify(err)
+			return o
+		}
+	}
+	if !done {
+		o.errKind = "stream ended without data: [DONE]"
+	}
+	return o
+}
+
+// classify names an error kind without URLs or other request details.
+func classify(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "cancelled"
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return "connection refused"
+	case errors.Is(err, syscall.ECONNRESET):
+		return "connection reset"
+	case errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF):
+		return "unexpected EOF"
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	msg := err.Error()
+	if len(msg) > 100 {
+		msg = msg[:100]
+	}
+	return msg
+}
+
+// OpenLoop sends req on sched: arrival i at start+sched.At(i), each in its
+// own goroutine, whatever earlier requests are doing, so a slow answer
+// never delays later sends (no coordinated omission). Latency runs from
+// the send, FromSchedule from the scheduled time, and Lag is the gap.
+// When maxInFlight requests are already outstanding an arrival is dropped
+// (counted, not sent). OpenLoop waits for every request it sent; it returns
+// ctx.Err() if ctx ends first.
+func OpenLoop(ctx context.Context, c *http.Client, req Request, sched Schedule, maxInFlight int) (*Result, error) {
+	n := sched.Count()
+	const (
+		stPending = iota
+		stOK
+		stFailed
+		stDropped
+	)
+	status := make([]uint8, n)
+	fromSchedule := make([]time.Duration, n)
+	latency := make([]time.Duration, n)
+	lag := make([]time.Duration, n)
+	var (
+		errs     errorBook
+		wg       sync.WaitGroup
+		inFlight atomic.Int64
+		lastEnd  atomic.Int64 // offset from start, ns
+	)
+	start := time.Now()
+	fire := func(i int) {
+		if inFlight.Load() >= int64(maxInFlight) {
+			status[i] = stDropped
+			return
+		}
+		inFlight.Add(1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer inFlight.Add(-1)
+			due := sched.At(i)
+			lag[i] = time.Since(start) - due
+			o := do(ctx, c, req)
+			end := time.Since(start)
+			for {
+				cur := lastEnd.Load()
+				if int64(end) <= cur || lastEnd.CompareAndSwap(cur, int64(end)) {
+					break
+				}
+			}
+			if o.errKind != "" {
+				status[i] = stFailed
+				errs.add(o.errKind)
+				return
+			}
+			status[i] = stOK
+			fromSchedule[i] = end - due
+			latency[i] = o.total
+		}()
+	}
+	ctxErr := dispatch(ctx, sched, func() time.Duration { return time.Since(start) }, sleepCtx, fire)
+	wg.Wait()
+	if ctxErr != nil {
+		return nil, fmt.Errorf("open loop at %.0f req/s: %w", sched.Rate, ctxErr)
+	}
+	r := &Result{Scheduled: n, Errors: errs.snapshot(), Elapsed: time.Duration(lastEnd.Load())}
+	for i, st := range status {
+		switch st {
+		case stDropped:
+			r.Dropped++
+			continue
+		case stOK:
+			r.OK++
+			r.Latency = append(r.Latency, latency[i])
+			r.FromSchedule = append(r.FromSchedule, fromSchedule[i])
+		}
+		r.Sent++
+		r.Lag = append(r.Lag, lag[i])
+	}
+	return r, nil
+}
+
+// ClosedLoop keeps workers requests in flight for d: each worker sends req,
+// reads the answer and sends the next. It returns ctx.Err() if ctx ends first.
+func ClosedLoop(ctx context.Context, c *http.Client, req Request, workers int, d time.Duration) (*Result, error) {
+	return loop(ctx, c, req, workers, d)
+}
+
+// Streams keeps workers streaming requests in flight for d, timing each
+// one's first "data:" line (FirstData) and its whole body (Latency). req
+// should have Stream set. It returns ctx.Err() if ctx ends first.
+func Streams(ctx context.Context, c *http.Client, req Request, workers int, d time.Duration) (*Result, error) {
+	req.Stream = true
+	return loop(ctx, c, req, workers, d)
+}
+
+func loop(ctx context.Context, c *http.Client, req Request, workers int, d time.Duration) (*Result, error) {
+	type part struct {
+		sent, ok  int
+		total     []time.Duration
+		firstData []time.Duration
+	}
+	parts := make([]part, workers)
+	var (
+		errs errorBook
+		wg   sync.WaitGroup
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	for w := range parts {
+		wg.Add(1)
+		go func(p *part) {
+			defer wg.Done()
+			for ctx.Err() == nil && time.Now().Before(deadline) {
+				o := do(ctx, c, req)
+				p.sent++
+				if o.errKind != "" {
+					errs.add(o.errKind)
+					continue
+				}
+				p.ok++
+				p.total = append(p.total, o.total)
+				if req.Stream {
+					p.firstData = append(p.firstData, o.firstData)
+				}
+			}
+		}(&parts[w])
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("closed loop with %d workers: %w", workers, err)
+	}
+	r := &Result{Errors: errs.snapshot(), Elapsed: elapsed}
+	for _, p := range parts {
+		r.Sent += p.sent
+		r.OK += p.ok
+		r.Latency = append(r.Latency, p.total...)
+		r.FirstData = append(r.FirstData, p.firstData...)
+	}
+	r.Scheduled = r.Sent
+	return r, nil
+}

@@ -1,0 +1,277 @@
+// Package proc runs the benchmark's servers — the mock upstream and the
+// gateway — as child processes on loopback, waits until they serve, stops
+// them, and reads their memory and CPU use from /proc (Linux).
+package proc
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// startTimeout bounds how long a child may take to serve.
+const startTimeout = 30 * time.Second
+
+// stopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const stopGrace = 5 * time.Second
+
+// Child is one running server process. Its methods are goroutine-safe.
+type Child struct {
+	// Name labels the child in errors ("mock", "gateway").
+	Name string
+	// Addr is the host:port the child announced it listens on.
+	Addr string
+
+	cmd     *exec.Cmd
+	logPath string
+	logFile *os.File
+	done    chan struct{} // closed when the process has exited
+	waitErr error         // set before done is closed
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// PID returns the child's process id.
+func (c *Child) PID() int { return c.cmd.Process.Pid }
+
+// Exited reports whether the process has ended, and how.
+func (c *Child) Exited() (bool, error) {
+	select {
+	case <-c.done:
+		return true, c.waitErr
+	default:
+		return false, nil
+	}
+}
+
+// LogTail returns up to the last n lines the child wrote to stdout and
+// stderr, its address banner left out.
+func (c *Child) LogTail(n int) string {
+	data, err := os.ReadFile(c.logPath)
+	if err != nil {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// LogLines returns how many lines the child has written so far, its
+// address banner left out.
+func (c *Child) LogLines() int {
+	data, err := os.ReadFile(c.logPath)
+	if err != nil || len(data) == 0 {
+		return 0
+	}
+	return strings.Count(strings.TrimRight(string(data), "\n"), "\n") + 1
+}
+
+// Stop sends SIGTERM, waits up to 5 s, then kills the process. It is
+// idempotent and returns nil if the process had already exited.
+func (c *Child) Stop() error {
+	c.stopOnce.Do(func() {
+		defer c.logFile.Close()
+		if exited, _ := c.Exited(); exited {
+			return
+		}
+		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			c.stopErr = fmt.Errorf("stopping %s: %w", c.Name, err)
+		}
+		select {
+		case <-c.done:
+			return
+		case <-time.After(stopGrace):
+		}
+		if err := c.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+			c.stopErr = fmt.Errorf("killing %s: %w", c.Name, err)
+		}
+		<-c.done
+		if c.stopErr == nil {
+			c.stopErr = fmt.Errorf("%s did not stop within %v of SIGTERM and was killed", c.Name, stopGrace)
+		}
+	})
+	return c.stopErr
+}
+
+// start runs bin with args, its output going to dir/name.log, and returns
+// once the first stdout line starting with banner (followed by
+// "http://ADDR") has been read.
+func start(ctx context.Context, name, bin, dir, banner string, args ...string) (*Child, error) {
+	logPath := filepath.Join(dir, name+".log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the %s log: %w", name, err)
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stderr = logFile
+	cmd.SysProcAttr = sysProcAttr()
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("piping %s stdout: %w", name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return nil, fmt.Errorf("starting %s (%s): %w", name, bin, err)
+	}
+	c := &Child{Name: name, cmd: cmd, logPath: logPath, logFile: logFile, done: make(chan struct{})}
+	addrCh := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		found := false
+		for sc.Scan() {
+			line := sc.Text()
+			if !found {
+				if addr, ok := parseBanner(line, banner); ok {
+					found = true
+					addrCh <- addr
+					continue // the banner is not log output
+				}
+			}
+			fmt.Fprintln(logFile, line)
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
+	go func() {
+		err := cmd.Wait()
+		c.waitErr = err
+		close(c.done)
+	}()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case addr := <-addrCh:
+		c.Addr = addr
+		return c, nil
+	case <-c.done:
+		err = fmt.Errorf("%s exited before it was ready (%v); log:\n%s", name, c.waitErr, c.LogTail(20))
+	case <-timer.C:
+		err = fmt.Errorf("%s did not announce its address within %v; log:\n%s", name, startTimeout, c.LogTail(20))
+	case <-ctx.Done():
+		err = fmt.Errorf("starting %s: %w", name, ctx.Err())
+	}
+	_ = c.Stop()
+	return nil, err
+}
+
+// parseBanner extracts ADDR from a line "<banner> http://ADDR".
+func parseBanner(line, banner string) (string, bool) {
+	rest, ok := strings.CutPrefix(strings.TrimSpace(line), banner)
+	if !ok {
+		return "", false
+	}
+	addr, ok := strings.CutPrefix(strings.TrimSpace(rest), "http://")
+	if !ok || addr == "" {
+		return "", false
+	}
+	return strings.TrimRight(addr, "/"), true
+}
+
+// StartMock runs `bin mock --listen 127.0.0.1:port` and returns once it has
+// announced its address. dir receives its log.
+func StartMock(ctx context.Context, bin, dir string, port int) (*Child, error) {
+	return start(ctx, "mock", bin, dir, "mock upstream listening on",
+		"mock", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
+}
+
+// StartGateway writes a configuration for a single OpenAI-kind provider
+// "bench" (model bench-model, two connections) in front of mockAddr to dir,
+// runs `bin serve --config FILE --log-level warn`, and returns once
+// GET /v1/models answers 200.
+func StartGateway(ctx context.Context, bin, dir string, port int, mockAddr string) (*Child, error) {
+	cfgPath := filepath.Join(dir, "breakwater.yaml")
+	listen := fmt.Sprintf("127.0.0.1:%d", port)
+	if err := os.WriteFile(cfgPath, GatewayConfig(listen, filepath.Join(dir, "data"), mockAddr), 0o600); err != nil {
+		return nil, fmt.Errorf("writing the gateway configuration: %w", err)
+	}
+	c, err := start(ctx, "gateway", bin, dir, "breakwater listening on",
+		"serve", "--config", cfgPath, "--log-level", "warn")
+	if err != nil {
+		return nil, err
+	}
+	if err := waitModels(ctx, c); err != nil {
+		_ = c.Stop()
+		return nil, err
+	}
+	return c, nil
+}
+
+// GatewayConfig returns the gateway configuration (CONTRACT.md format) the
+// benchmark runs: listen address, Badger state under dataDir, and provider
+// "bench" of kind openai at http://mockAddr/v1 serving bench-model over two
+// connections. No client keys: the gateway is open on loopback.
+func GatewayConfig(listen, dataDir, mockAddr string) []byte {
+	return fmt.Appendf(nil, `server:
+  listen: %q
+state:
+  backend: badger
+  path: %q
+providers:
+  - id: bench
+    kind: openai
+    base_url: %q
+    models: [bench-model]
+    connections:
+      - id: conn-a
+        api_key: bench-upstream-key-a
+      - id: conn-b
+        api_key: bench-upstream-key-b
+`, listen, dataDir, "http://"+mockAddr+"/v1")
+}
+
+// waitModels polls GET /v1/models until it answers 200.
+func waitModels(ctx context.Context, c *Child) error {
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(startTimeout)
+	url := "http://" + c.Addr + "/v1/models"
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		if exited, err := c.Exited(); exited {
+			return fmt.Errorf("gateway exited before it was ready (%v); log:\n%s", err, c.LogTail(20))
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return fmt.Errorf("building the readiness probe: %w", err)
+		}
+		resp, err := client.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = resp.Status
+		} else {
+			last = err.Error()
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("waiting for the gateway: %w", ctx.Err())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("gateway GET /v1/models not 200 within %v (last: %s); log:\n%s", startTimeout, last, c.LogTail(20))
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("finding a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}

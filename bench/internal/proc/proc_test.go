@@ -1,0 +1,97 @@
+package proc
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/runtime/config"
+)
+
+func TestParseStatus(t *testing.T) {
+	status := "Name:\tbreakwater\nVmPeak:\t 1300000 kB\nVmHWM:\t   51200 kB\nVmRSS:\t   40960 kB\nThreads:\t9\n"
+	m, err := ParseStatus(strings.NewReader(status))
+	if err != nil {
+		t.Fatalf("ParseStatus: %v", err)
+	}
+	if want := (Memory{RSS: 40960 * 1024, Peak: 51200 * 1024}); m != want {
+		t.Fatalf("ParseStatus = %+v, want %+v", m, want)
+	}
+}
+
+func TestParseStatusErrors(t *testing.T) {
+	for name, status := range map[string]string{
+		"missing VmHWM": "VmRSS:\t 10 kB\n",
+		"missing VmRSS": "VmHWM:\t 10 kB\n",
+		"bad unit":      "VmRSS:\t 10 MB\nVmHWM:\t 10 kB\n",
+		"bad number":    "VmRSS:\t ten kB\nVmHWM:\t 10 kB\n",
+	} {
+		if _, err := ParseStatus(strings.NewReader(status)); err == nil {
+			t.Errorf("%s: ParseStatus accepted %q", name, status)
+		}
+	}
+}
+
+func TestParseStat(t *testing.T) {
+	// utime 250 ticks + stime 50 ticks = 3 s at USER_HZ 100. The command
+	// name holds spaces and a ')' to check fields are counted from the last.
+	stat := "4242 (bench (x) y) S 1 4242 4242 0 -1 4194560 1234 0 0 0 250 50 0 0 20 0 9 0 12345 1300000000 10000 18446744073709551615"
+	d, err := ParseStat(stat)
+	if err != nil {
+		t.Fatalf("ParseStat: %v", err)
+	}
+	if d != 3*time.Second {
+		t.Fatalf("ParseStat = %v, want 3s", d)
+	}
+	if _, err := ParseStat("4242 (x) S 1 2"); err == nil {
+		t.Fatal("ParseStat accepted a truncated stat")
+	}
+}
+
+func TestParseBanner(t *testing.T) {
+	tests := []struct {
+		line, banner, want string
+		ok                 bool
+	}{
+		{"mock upstream listening on http://127.0.0.1:40123", "mock upstream listening on", "127.0.0.1:40123", true},
+		{"breakwater listening on http://127.0.0.1:8080/\n", "breakwater listening on", "127.0.0.1:8080", true},
+		{"2026-01-01T00:00:00Z [WARN] breakwater: something", "breakwater listening on", "", false},
+		{"breakwater listening on 127.0.0.1:8080", "breakwater listening on", "", false},
+	}
+	for _, tt := range tests {
+		got, ok := parseBanner(tt.line, tt.banner)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("parseBanner(%q) = %q, %v; want %q, %v", tt.line, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestGatewayConfigIsValid(t *testing.T) {
+	data := GatewayConfig("127.0.0.1:18080", "/tmp/bench data/data", "127.0.0.1:19090")
+	cfg, err := config.Parse(data, "bench.yaml")
+	if err != nil {
+		t.Fatalf("config.Parse rejected the bench configuration: %v\n%s", err, data)
+	}
+	if cfg.Server.Listen != "127.0.0.1:18080" {
+		t.Errorf("listen = %q", cfg.Server.Listen)
+	}
+	if cfg.State.Backend != "badger" || cfg.State.Path != "/tmp/bench data/data" {
+		t.Errorf("state = %+v, want badger at the data dir", cfg.State)
+	}
+	if len(cfg.Keys) != 0 {
+		t.Errorf("%d client keys, want none (open on loopback)", len(cfg.Keys))
+	}
+	if len(cfg.Providers) != 1 {
+		t.Fatalf("%d providers, want 1", len(cfg.Providers))
+	}
+	p := cfg.Providers[0]
+	if p.ID != "bench" || p.Kind != "openai" || p.BaseURL != "http://127.0.0.1:19090/v1" {
+		t.Errorf("provider = %s %s %s", p.ID, p.Kind, p.BaseURL)
+	}
+	if len(p.Models) != 1 || p.Models[0] != "bench-model" {
+		t.Errorf("models = %v, want [bench-model]", p.Models)
+	}
+	if len(p.Connections) != 2 || p.Connections[0].APIKey.Value() == "" || p.Connections[1].APIKey.Value() == "" {
+		t.Errorf("connections = %d, want 2 with api keys", len(p.Connections))
+	}
+}
