@@ -288,14 +288,25 @@ func TestUpstreamSeesNoSessionOrLeaseHeaders(t *testing.T) {
 	}))
 	defer up.Close()
 	cfg := strings.ReplaceAll(keyedConfig, "MOCK_URL", up.URL)
+	cfg = strings.Replace(cfg, "{id: app1, key: client-secret-key-abc}", "{id: app1, key: client-secret-key-abc, scopes: [lease:exclusive], allowed_connections: [alpha/a1]}", 1)
+	cfg = strings.Replace(cfg, "state:\n  backend: memory", "state:\n  backend: memory\nresilience:\n  session_affinity_ttl_ms: 60000", 1)
 	h := start(t, cfg)
+	owner := "vlo_" + strings.Repeat("A", 43)
+	lr := h.post("/api/v1/session-leases", `{"action":"acquire"}`, "x-api-key", "client-secret-key-abc", "X-Breakwater-Lease-Owner", owner)
+	lm := decode(t, lr)
+	if lr.StatusCode != 200 || lm["state"] != "ACTIVE" || lm["generation"].(float64) != 1 {
+		t.Fatalf("acquire: %d %v", lr.StatusCode, lm)
+	}
 	resp := h.post("/v1/chat/completions", chat("alpha/m1", ""),
 		"x-api-key", "client-secret-key-abc",
 		"X-Session-Id", "sess-1", "x-codex-session-id", "sess-2", "x-breakwater-session", "sess-3",
-		"X-Breakwater-Lease-Owner", "vlo_owner", "X-Breakwater-Lease-Generation", "3", "Cookie", "a=b")
+		"X-Breakwater-Lease-Owner", owner, "X-Breakwater-Lease-Generation", "1", "Cookie", "a=b")
 	readBody(t, resp)
 	if resp.StatusCode != 200 {
 		t.Fatalf("status %d", resp.StatusCode)
+	}
+	if logs := h.logs.String(); strings.Contains(logs, owner) || strings.Contains(logs, "sess-1") {
+		t.Fatal("lease owner or session id in the logs")
 	}
 	mu.Lock()
 	defer mu.Unlock()

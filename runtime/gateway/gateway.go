@@ -84,7 +84,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 	m := metrics.New()
 	m.RegisterEngine(eng)
 	eng.SetObserver(m.EngineObserver())
-	srv, err := server.New(server.Options{Config: cfg, Topology: topo, Engine: eng, Logger: o.Logger, Version: o.Version, Clock: o.Clock, Metrics: m})
+	srv, err := server.New(server.Options{Config: cfg, Topology: topo, Engine: eng, Store: st, Logger: o.Logger, Version: o.Version, Clock: o.Clock, Metrics: m})
 	if err != nil {
 		return nil, err
 	}

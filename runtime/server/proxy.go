@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/engine/affinity"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
 	"github.com/breakwater-dev/breakwater/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/runtime/wire"
@@ -40,6 +41,18 @@ type exchange struct {
 	excluded     []exclusionEntry
 	last         *failure
 	final        topology.Candidate
+
+	// session is the affinity session id ("" = none); pinned the
+	// connection ref it was pinned to when the request arrived.
+	session, pinned string
+	// lease is the session lease the request dispatches under (nil =
+	// none); leaseSkips the expiries of other owners' leases that held a
+	// candidate of an unleased request.
+	lease      *leaseContext
+	leaseSkips []time.Time
+	// deadConns are connections a connection-scoped quota outcome ruled
+	// out for the rest of this request.
+	deadConns map[*topology.Connection]bool
 }
 
 type exclusionEntry struct {
@@ -116,17 +129,78 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 				Message: fmt.Sprintf("provider %q is failing and its circuit breaker is open; retry later", res.Provider.ID)})
 		}
 	}
+	if e := s.prepareLease(c, x); e != nil {
+		return s.answerError(c, x, e)
+	}
+	cands = s.plan(c, x, cands)
+	return s.dispatch(c, x, req, body, cands)
+}
 
+// plan orders the candidates: a leased request keeps only its key's
+// allowed connections, its bound connection first; an affinity session
+// moves its pinned connection first.
+func (s *Server) plan(c *fiber.Ctx, x *exchange, cands []topology.Candidate) []topology.Candidate {
+	if x.lease != nil {
+		kept := cands[:0]
+		for _, cd := range cands {
+			if x.lease.allows(cd) {
+				kept = append(kept, cd)
+			}
+		}
+		cands = kept
+		moveFirst(cands, x.lease.lease.Connection)
+	}
+	if ttl := s.eng.Settings().SessionAffinityTTLMS; ttl > 0 {
+		x.session = affinity.SessionID(func(h string) string { return c.Get(h) })
+		if x.session != "" {
+			if ref, ok := s.pins.Get(c.UserContext(), x.session); ok {
+				x.pinned = ref
+				if x.lease == nil {
+					moveFirst(cands, ref)
+				}
+			}
+		}
+	}
+	return cands
+}
+
+// moveFirst moves the candidates on connection ref to the front, keeping
+// the order of the others.
+func moveFirst(cands []topology.Candidate, ref string) {
+	if ref == "" {
+		return
+	}
+	n := 0
+	for i := range cands {
+		if cands[i].Connection.Ref == ref {
+			cd := cands[i]
+			copy(cands[n+1:i+1], cands[n:i])
+			cands[n] = cd
+			n++
+		}
+	}
+}
+
+// dispatch tries the candidates in order until one answers.
+func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cands []topology.Candidate) error {
 	maxAttempts := s.eng.Settings().MaxAttemptsPerRequest
 	if maxAttempts <= 0 {
 		maxAttempts = 10
 	}
+	ctx := c.UserContext()
 	for _, cd := range cands {
 		if x.attempts >= maxAttempts {
 			break
 		}
+		if x.deadConns[cd.Connection] {
+			continue
+		}
 		if ex, excluded := s.eng.Check(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
 			x.excluded = append(x.excluded, exclusionEntry{Provider: cd.Provider.ID, Connection: cd.Connection.ID, Model: cd.Model, Reason: ex.Reason, until: ex.Until})
+			s.affinityFailed(x, cd)
+			continue
+		}
+		if !s.leaseGate(ctx, x, cd) {
 			continue
 		}
 		x.attempts++
@@ -134,11 +208,46 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 		if done {
 			return err
 		}
-		if x.last != nil && !x.last.outcome.Retryable {
+		s.affinityFailed(x, cd)
+		o := x.last.outcome
+		if o.Scope == engine.ScopeConnection && o.Reason == engine.ReasonQuotaExhausted {
+			if x.deadConns == nil {
+				x.deadConns = map[*topology.Connection]bool{}
+			}
+			x.deadConns[cd.Connection] = true
+		}
+		if !o.Retryable {
 			break
 		}
 	}
+	if x.attempts == 0 {
+		if e := s.leaseCapacityError(x); e != nil {
+			return s.answerError(c, x, e)
+		}
+	}
 	return s.answerExhausted(c, x, len(cands))
+}
+
+// affinityFailed unpins the session from a connection that failed, cooled
+// or was excluded, so the session re-pins to a healthy one.
+func (s *Server) affinityFailed(x *exchange, cd topology.Candidate) {
+	if x.session != "" && x.pinned == cd.Connection.Ref {
+		if err := s.pins.UnpinIf(context.Background(), x.session, cd.Connection.Ref); err != nil {
+			s.log.Warn("unpinning an affinity session", "error", err)
+		}
+		x.pinned = ""
+	}
+}
+
+// affinitySucceeded pins the session to the connection that answered.
+func (s *Server) affinitySucceeded(x *exchange, cd topology.Candidate) {
+	if x.session == "" {
+		return
+	}
+	ttl := time.Duration(s.eng.Settings().SessionAffinityTTLMS) * time.Millisecond
+	if err := s.pins.Pin(context.Background(), x.session, cd.Connection.Ref, ttl); err != nil {
+		s.log.Warn("pinning an affinity session", "error", err)
+	}
 }
 
 func otherKind(k topology.Kind) topology.Kind {
@@ -192,7 +301,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 		s.recordFailure(x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
 		return false, nil
 	}
-	s.recordSuccess(cd)
+	s.recordSuccess(x, cd)
 	s.setRouteHeaders(c, x, cd)
 	copyResponseHeaders(c, resp.Header)
 	c.Status(resp.StatusCode)
@@ -270,8 +379,9 @@ func (s *Server) recordFailure(x *exchange, cd topology.Candidate, status int, h
 }
 
 // recordSuccess records a completed 2xx attempt.
-func (s *Server) recordSuccess(cd topology.Candidate) {
+func (s *Server) recordSuccess(x *exchange, cd topology.Candidate) {
 	s.eng.RecordSuccess(cd.Provider.ID, cd.Connection.ID, cd.Model)
+	s.affinitySucceeded(x, cd)
 	if s.metrics != nil {
 		s.metrics.Attempt(cd.Provider.ID, cd.Connection.ID, cd.Model, "success")
 	}

@@ -80,7 +80,7 @@ func (s *Server) finishStream(w *bufio.Writer, x *exchange, cd topology.Candidat
 	code := ""
 	switch end {
 	case endComplete:
-		s.recordSuccess(cd)
+		s.recordSuccess(x, cd)
 	case endClientGone:
 		// A client that went away says nothing about upstream health.
 		code = string(engine.ReasonClientAbort)

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,10 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/engine/affinity"
+	"github.com/breakwater-dev/breakwater/engine/lease"
 	"github.com/breakwater-dev/breakwater/runtime/config"
+	"github.com/breakwater-dev/breakwater/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
 	"github.com/breakwater-dev/breakwater/runtime/upstream"
@@ -41,6 +45,8 @@ type Options struct {
 	Version string
 	// Clock defaults to the system clock.
 	Clock engine.Clock
+	// Store holds leases and affinity pins; required.
+	Store engine.Store
 	// Metrics receives request, attempt and stream metrics; nil disables
 	// them and GET /metrics.
 	Metrics *metrics.Metrics
@@ -62,6 +68,11 @@ type Server struct {
 	ua      string
 
 	metrics   *metrics.Metrics
+	leases    *lease.Manager
+	pins      *affinity.Pins
+	// leasesInUse is true when some client key may hold session leases;
+	// only then do unleased requests check lease holders.
+	leasesInUse bool
 	reqPrefix string
 	reqSeq    atomic.Uint64
 
@@ -70,8 +81,8 @@ type Server struct {
 
 // New builds a Server; it opens no socket.
 func New(o Options) (*Server, error) {
-	if o.Config == nil || o.Topology == nil || o.Engine == nil || o.Logger == nil {
-		return nil, errors.New("server: Config, Topology, Engine and Logger are required")
+	if o.Config == nil || o.Topology == nil || o.Engine == nil || o.Logger == nil || o.Store == nil {
+		return nil, errors.New("server: Config, Topology, Engine, Store and Logger are required")
 	}
 	if o.Clock == nil {
 		o.Clock = engine.SystemClock{}
@@ -100,6 +111,13 @@ func New(o Options) (*Server, error) {
 	_, _ = rand.Read(rnd[:])
 	s.reqPrefix = hex.EncodeToString(rnd[:]) + "-"
 	s.auth = newAuthenticator(o.Config)
+	s.leases = lease.New(o.Store, o.Clock, lease.Options{})
+	s.pins = affinity.New(o.Store, o.Clock)
+	for _, k := range o.Config.Keys {
+		if slices.Contains(k.Scopes, leaseapi.Scope) && len(k.AllowedConnections) > 0 {
+			s.leasesInUse = true
+		}
+	}
 	s.modelsJSON = modelsList(o.Topology)
 
 	limit := sc.MaxRequestBytes
@@ -125,6 +143,7 @@ func (s *Server) routes() {
 	v1.Post("/chat/completions", s.handleChat)
 	v1.Post("/messages", s.handleMessages)
 	v1.Get("/models", s.handleModels)
+	s.app.Post("/api/v1/session-leases", s.clientAuth, s.handleLease)
 
 	s.adminRoutes()
 }
