@@ -67,14 +67,14 @@ type Server struct {
 	version string
 	ua      string
 
-	metrics   *metrics.Metrics
-	leases    *lease.Manager
-	pins      *affinity.Pins
+	metrics *metrics.Metrics
+	leases  *lease.Manager
+	pins    *affinity.Pins
 	// leasesInUse is true when some client key may hold session leases;
 	// only then do unleased requests check lease holders.
 	leasesInUse bool
-	reqPrefix string
-	reqSeq    atomic.Uint64
+	reqPrefix   string
+	reqSeq      atomic.Uint64
 
 	modelsJSON []byte
 }
