@@ -214,6 +214,8 @@ server:
   admin_token: test-admin-token-0123456789
 state:
   backend: memory
+resilience:
+  request_queue: {auto_enable_api_key_providers: false}
 providers:
   - id: alpha
     kind: openai
@@ -289,7 +291,7 @@ func TestUpstreamSeesNoSessionOrLeaseHeaders(t *testing.T) {
 	defer up.Close()
 	cfg := strings.ReplaceAll(keyedConfig, "MOCK_URL", up.URL)
 	cfg = strings.Replace(cfg, "{id: app1, key: client-secret-key-abc}", "{id: app1, key: client-secret-key-abc, scopes: [lease:exclusive], allowed_connections: [alpha/a1]}", 1)
-	cfg = strings.Replace(cfg, "state:\n  backend: memory", "state:\n  backend: memory\nresilience:\n  session_affinity_ttl_ms: 60000", 1)
+	cfg = strings.Replace(cfg, "resilience:\n", "resilience:\n  session_affinity_ttl_ms: 60000\n", 1)
 	h := start(t, cfg)
 	owner := "vlo_" + strings.Repeat("A", 43)
 	lr := h.post("/api/v1/session-leases", `{"action":"acquire"}`, "x-api-key", "client-secret-key-abc", "X-Breakwater-Lease-Owner", owner)

@@ -196,6 +196,8 @@ server:
   max_request_bytes: 4096
 state:
   backend: memory
+resilience:
+  request_queue: {auto_enable_api_key_providers: false}
 providers:
   - id: alpha
     kind: openai

@@ -13,6 +13,7 @@ server:
   admin_token: test-admin-token-0123456789
 state: {backend: memory}
 resilience:
+  request_queue: {auto_enable_api_key_providers: false}
   session_affinity_ttl_ms: 600000
 providers:
   - id: alpha

@@ -17,6 +17,8 @@ server:
   listen: 127.0.0.1:0
   admin_token: test-admin-token-0123456789
 state: STATE
+resilience:
+  request_queue: {auto_enable_api_key_providers: false}
 providers:
   - id: alpha
     kind: openai

@@ -23,6 +23,7 @@ func (s *Server) adminRoutes() {
 	api.Get("/resilience/cooldowns", s.handleListCooldowns)
 	api.Post("/resilience/cooldowns", s.handleClearCooldowns)
 	api.Get("/resilience/model-cooldowns", s.handleListLockouts)
+	api.Post("/rate-limits", s.handleRateLimits)
 	api.Delete("/resilience/model-cooldowns", s.handleClearLockout)
 	if s.metrics != nil {
 		s.app.Get("/metrics", s.adminAuth, adaptor.HTTPHandler(s.metrics.Handler()))
@@ -82,6 +83,7 @@ func (s *Server) handleHealth(c *fiber.Ctx) error {
 		"unavailable_connections": h.UnavailableConnections,
 		"lockouts":                h.Lockouts,
 		"lockouts_by_reason":      h.LockoutsByReason,
+		"admission":               s.adm.Snapshot(),
 	})
 }
 
@@ -117,9 +119,13 @@ func (s *Server) handlePatchResilience(c *fiber.Ctx) error {
 	}
 	st, err := s.eng.UpdateSettings(c.UserContext(), c.Body())
 	if err != nil {
+		if !errors.Is(err, engine.ErrInvalidSettings) {
+			return s.engineError(c, err)
+		}
 		field, msg := splitFieldError(err.Error())
 		return s.adminError(c, badRequest(field, msg))
 	}
+	s.adm.UpdateSettings(admissionSettings(s.admEnv, st))
 	return c.JSON(st)
 }
 

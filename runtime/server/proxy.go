@@ -15,6 +15,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/engine/admission"
 	"github.com/breakwater-dev/breakwater/engine/affinity"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
 	"github.com/breakwater-dev/breakwater/runtime/upstream"
@@ -53,6 +54,8 @@ type exchange struct {
 	// deadConns are connections a connection-scoped quota outcome ruled
 	// out for the rest of this request.
 	deadConns map[*topology.Connection]bool
+	// admissionErr is the last local admission refusal.
+	admissionErr *wire.APIError
 }
 
 type exclusionEntry struct {
@@ -203,10 +206,13 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 		if !s.leaseGate(ctx, x, cd) {
 			continue
 		}
-		x.attempts++
+		before := x.last
 		done, err := s.attempt(c, x, req, body, cd)
 		if done {
 			return err
+		}
+		if x.last == before {
+			continue // refused by local admission: no upstream answer
 		}
 		s.affinityFailed(x, cd)
 		o := x.last.outcome
@@ -224,6 +230,9 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 		if e := s.leaseCapacityError(x); e != nil {
 			return s.answerError(c, x, e)
 		}
+	}
+	if x.last == nil && x.admissionErr != nil {
+		return s.answerError(c, x, x.admissionErr)
 	}
 	return s.answerExhausted(c, x, len(cands))
 }
@@ -265,7 +274,22 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	if len(out) > 0 && &out[0] == &body[0] {
 		out = append([]byte(nil), body...) // the stream may outlive the handler's buffer
 	}
-	ctx, cancel := context.WithCancel(context.Background())
+	if err := s.adm.Precheck(cd.Provider.ID, cd.Connection.ID); err != nil {
+		s.admissionRefused(x, cd, err)
+		return false, nil
+	}
+	ticket, err := s.adm.Acquire(c.UserContext(), cd.Provider.ID, cd.Connection.ID, cd.Model)
+	if err != nil {
+		s.admissionRefused(x, cd, err)
+		return false, nil
+	}
+	x.attempts++
+	if s.metrics != nil && ticket.QueueWait() > 0 {
+		s.metrics.AdmissionWait(ticket.QueueWait())
+	}
+	budget := ticket.ExecutionBudget(s.pool.Timeouts().FirstByte)
+	ctx, cancelCtx := context.WithTimeout(context.Background(), budget)
+	cancel := func() { cancelCtx(); ticket.Release() }
 	hreq, err := s.buildRequest(ctx, c, cd, out, x.stream)
 	if err != nil {
 		cancel()
@@ -277,6 +301,9 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	if err != nil {
 		x.upstreamTime += time.Since(t0)
 		cancel()
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return true, s.answerError(c, x, executionTimeout(cd, budget))
+		}
 		s.recordFailure(x, cd, 0, nil, nil, err)
 		return false, nil
 	}
@@ -286,6 +313,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 		cancel()
 		x.upstreamTime += time.Since(t0)
 		s.recordFailure(x, cd, resp.StatusCode, resp.Header, eb, nil)
+		s.pace(x, cd, eb)
 		return false, nil
 	}
 	x.final = cd
@@ -298,6 +326,9 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	cancel()
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return true, s.answerError(c, x, executionTimeout(cd, budget))
+		}
 		s.recordFailure(x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
 		return false, nil
 	}
@@ -308,6 +339,46 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	err = c.Send(rb)
 	s.logAccess(x, resp.StatusCode, "")
 	return true, err
+}
+
+// admissionRefused records a local admission refusal: the candidate is
+// skipped and, if no other answers, the client gets the refusal. Local
+// errors never touch breakers, cooldowns or lockouts.
+func (s *Server) admissionRefused(x *exchange, cd topology.Candidate, err error) {
+	e := admissionError(err)
+	x.admissionErr = e
+	if s.metrics != nil {
+		s.metrics.AdmissionRejected(cd.Provider.ID, cd.Connection.ID, e.Code)
+	}
+}
+
+// executionTimeout is the 504 of an attempt that outran its execution
+// budget (RESILIENCE.md §7); it is a local error.
+func executionTimeout(cd topology.Candidate, budget time.Duration) *wire.APIError {
+	e := admission.ExecutionTimeoutError(cd.Provider.ID, cd.Connection.ID, budget)
+	return &wire.APIError{Status: e.Status, Type: "timeout_error", Code: e.Code, Message: e.Message}
+}
+
+// pace applies a body retry hint of a failed attempt to the connection's
+// limiter: a short wait paces it, a long typed hint on a model-scoped
+// failure becomes a model lockout, otherwise the limiter pauses.
+func (s *Server) pace(x *exchange, cd topology.Candidate, body []byte) {
+	if x.last == nil || x.last.outcome.Status != 429 {
+		return
+	}
+	h, ok := admission.ParseBodyRetryHint(string(body))
+	if !ok {
+		return
+	}
+	h.ModelScoped = x.last.outcome.Scope == engine.ScopeModel
+	d := s.adm.Pace(cd.Provider.ID, cd.Connection.ID, cd.Model, h)
+	if d.Lockout > 0 {
+		o := x.last.outcome
+		o.Scope, o.CooldownHint, o.RuleSource, o.RuleID = engine.ScopeModel, d.Lockout, "admission", "admission.retry_info"
+		if err := s.eng.RecordFailure(context.Background(), o); err != nil {
+			s.log.Error("recording a model lockout from a retry hint", "error", err)
+		}
+	}
 }
 
 // buildRequest prepares the upstream request for a candidate: the

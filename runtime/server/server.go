@@ -20,6 +20,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/engine/admission"
 	"github.com/breakwater-dev/breakwater/engine/affinity"
 	"github.com/breakwater-dev/breakwater/engine/lease"
 	"github.com/breakwater-dev/breakwater/runtime/config"
@@ -70,6 +71,9 @@ type Server struct {
 	metrics *metrics.Metrics
 	leases  *lease.Manager
 	pins    *affinity.Pins
+	adm     *admission.Manager
+	admEnv  admission.Defaults
+	store   engine.Store
 	// leasesInUse is true when some client key may hold session leases;
 	// only then do unleased requests check lease holders.
 	leasesInUse bool
@@ -111,6 +115,13 @@ func New(o Options) (*Server, error) {
 	_, _ = rand.Read(rnd[:])
 	s.reqPrefix = hex.EncodeToString(rnd[:]) + "-"
 	s.auth = newAuthenticator(o.Config)
+	s.store = o.Store
+	var admErrs []error
+	s.adm, admErrs = newAdmission(context.Background(), o.Config, o.Engine.Settings(), o.Store, osLookupEnv)
+	for _, err := range admErrs {
+		s.log.Warn("admission settings", "error", err)
+	}
+	s.admEnv, _ = admission.EnvDefaults(osLookupEnv)
 	s.leases = lease.New(o.Store, o.Clock, lease.Options{})
 	s.pins = affinity.New(o.Store, o.Clock)
 	for _, k := range o.Config.Keys {
