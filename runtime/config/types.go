@@ -79,6 +79,22 @@ type Combo struct {
 	Strategy    string   `yaml:"strategy" json:"strategy"`
 	StickyLimit int      `yaml:"sticky_limit" json:"sticky_limit"`
 	Targets     []Target `yaml:"targets" json:"targets"`
+	// Mode of a child combo used as a target of another combo: "flatten"
+	// (default: its leaves join the parent) or "execute" (the child runs
+	// as one target with its own strategy).
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// Judge is the target (provider/model or combo) that synthesises the
+	// panel's answers of a fusion combo; required for fusion.
+	Judge string `yaml:"judge" json:"judge,omitempty"`
+	// MaxParallel bounds the fusion panel's parallel calls (default 4).
+	MaxParallel int `yaml:"max_parallel" json:"max_parallel,omitempty"`
+	// Summariser is the target that writes the compact summary a
+	// context-relay combo carries when a conversation moves; required for
+	// context-relay.
+	Summariser string `yaml:"summariser" json:"summariser,omitempty"`
+	// AutoWeights weigh the factors of the auto strategy (health, latency,
+	// cost, headroom, context); absent factors keep their defaults.
+	AutoWeights map[string]float64 `yaml:"auto_weights" json:"auto_weights,omitempty"`
 }
 
 // Target is one entry of a combo.
@@ -89,6 +105,9 @@ type Target struct {
 	PriceIn       float64 `yaml:"price_in" json:"price_in,omitempty"`
 	PriceOut      float64 `yaml:"price_out" json:"price_out,omitempty"`
 	ContextWindow int     `yaml:"context_window" json:"context_window,omitempty"`
+	// System is an optional system prompt for this step of a pipeline
+	// combo.
+	System string `yaml:"system" json:"system,omitempty"`
 }
 
 // Key is one client API key.

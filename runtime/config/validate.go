@@ -353,6 +353,26 @@ func (v *validator) combos(cs []Combo) {
 		}
 		v.enum(cp+".strategy", c.Strategy, strategies)
 		v.nonNegative(cp+".sticky_limit", int64(c.StickyLimit))
+		if c.Mode != "" {
+			v.enum(cp+".mode", c.Mode, []string{"flatten", "execute"})
+		}
+		if c.Strategy == "fusion" && c.Judge == "" {
+			v.errorf(cp+".judge", "is required for strategy fusion")
+		}
+		if c.Strategy == "context-relay" && c.Summariser == "" {
+			v.errorf(cp+".summariser", "is required for strategy context-relay")
+		}
+		v.nonNegative(cp+".max_parallel", int64(c.MaxParallel))
+		for k, w := range c.AutoWeights {
+			switch k {
+			case "health", "latency", "cost", "headroom", "context":
+			default:
+				v.errorf(cp+".auto_weights."+k, "unknown factor (want health, latency, cost, headroom or context)")
+			}
+			if w < 0 {
+				v.errorf(cp+".auto_weights."+k, "must not be negative (got %g)", w)
+			}
+		}
 		if len(c.Targets) == 0 {
 			v.errorf(cp+".targets", "at least one target is required")
 		}
