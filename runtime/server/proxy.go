@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -18,7 +17,6 @@ import (
 	"github.com/breakwater-dev/breakwater/engine/admission"
 	"github.com/breakwater-dev/breakwater/engine/affinity"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
-	"github.com/breakwater-dev/breakwater/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/runtime/wire"
 )
 
@@ -89,14 +87,6 @@ func (x *exchange) routedModel() string {
 	}
 }
 
-// kindFor maps a client format to the provider kind it can reach.
-func kindFor(f wire.Format) topology.Kind {
-	if f == wire.FormatAnthropic {
-		return topology.KindAnthropic
-	}
-	return topology.KindOpenAI
-}
-
 func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 	x := &exchange{id: s.nextRequestID(), format: f, start: time.Now()}
 	c.Set("X-Request-Id", x.id)
@@ -115,17 +105,7 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 		return s.answerError(c, x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", req.Model)})
 	}
-	want := kindFor(f)
-	cands := make([]topology.Candidate, 0, len(res.Candidates))
-	for _, cd := range res.Candidates {
-		if cd.Provider.Kind == want {
-			cands = append(cands, cd)
-		}
-	}
-	if len(cands) == 0 {
-		return s.answerError(c, x, &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "wrong_endpoint", Param: "model",
-			Message: fmt.Sprintf("model %q is served only by %s-format providers; send it to the matching endpoint", req.Model, otherKind(want))})
-	}
+	cands := res.Candidates
 	if res.Provider != nil {
 		if open, wait := s.eng.ProviderOpen(res.Provider.ID); open {
 			return s.answerError(c, x, &wire.APIError{Status: 503, Type: "server_error", Code: "provider_circuit_open", RetryAfter: wait,
@@ -257,88 +237,6 @@ func (s *Server) affinitySucceeded(x *exchange, cd topology.Candidate) {
 	if err := s.pins.Pin(context.Background(), x.session, cd.Connection.Ref, ttl); err != nil {
 		s.log.Warn("pinning an affinity session", "error", err)
 	}
-}
-
-func otherKind(k topology.Kind) topology.Kind {
-	if k == topology.KindAnthropic {
-		return topology.KindOpenAI
-	}
-	return topology.KindAnthropic
-}
-
-// attempt makes one upstream call. It reports done when the client has
-// been answered (success or a streamed answer); otherwise x.last holds the
-// failure and the caller may fail over.
-func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cd topology.Candidate) (bool, error) {
-	out := req.RewriteModel(body, cd.Model)
-	if len(out) > 0 && &out[0] == &body[0] {
-		out = append([]byte(nil), body...) // the stream may outlive the handler's buffer
-	}
-	if err := s.adm.Precheck(cd.Provider.ID, cd.Connection.ID); err != nil {
-		s.admissionRefused(x, cd, err)
-		return false, nil
-	}
-	ticket, err := s.adm.Acquire(c.UserContext(), cd.Provider.ID, cd.Connection.ID, cd.Model)
-	if err != nil {
-		s.admissionRefused(x, cd, err)
-		return false, nil
-	}
-	x.attempts++
-	if s.metrics != nil && ticket.QueueWait() > 0 {
-		s.metrics.AdmissionWait(ticket.QueueWait())
-	}
-	budget := ticket.ExecutionBudget(s.pool.Timeouts().FirstByte)
-	ctx, cancelCtx := context.WithTimeout(context.Background(), budget)
-	cancel := func() { cancelCtx(); ticket.Release() }
-	hreq, err := s.buildRequest(ctx, c, cd, out, x.stream)
-	if err != nil {
-		cancel()
-		return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})
-	}
-	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
-	t0 := time.Now()
-	resp, err := s.pool.Do(hreq, route, cancel)
-	if err != nil {
-		x.upstreamTime += time.Since(t0)
-		cancel()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return true, s.answerError(c, x, executionTimeout(cd, budget))
-		}
-		s.recordFailure(x, cd, 0, nil, nil, err)
-		return false, nil
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		eb, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		resp.Body.Close()
-		cancel()
-		x.upstreamTime += time.Since(t0)
-		s.recordFailure(x, cd, resp.StatusCode, resp.Header, eb, nil)
-		s.pace(x, cd, eb)
-		return false, nil
-	}
-	x.final = cd
-	if x.stream {
-		s.relayStream(c, x, cd, resp, cancel, t0)
-		return true, nil
-	}
-	rb, err := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	cancel()
-	x.upstreamTime += time.Since(t0)
-	if err != nil {
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return true, s.answerError(c, x, executionTimeout(cd, budget))
-		}
-		s.recordFailure(x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
-		return false, nil
-	}
-	s.recordSuccess(x, cd)
-	s.setRouteHeaders(c, x, cd)
-	copyResponseHeaders(c, resp.Header)
-	c.Status(resp.StatusCode)
-	err = c.Send(rb)
-	s.logAccess(x, resp.StatusCode, "")
-	return true, err
 }
 
 // admissionRefused records a local admission refusal: the candidate is
