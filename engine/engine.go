@@ -91,6 +91,9 @@ type providerState struct {
 	families       quotaFamilies
 	connections    []string // configured connection ids
 	disableCooling map[string]bool
+	// egressBucketed marks a provider whose quota is per egress address
+	// (RESILIENCE.md §12; see egress.go).
+	egressBucketed bool
 	// breakerDirty and gateDirty are set when the breaker or window gate
 	// changed outside a failure (a success, a lazy recovery) and must be
 	// written by the next success or failure.
@@ -114,6 +117,7 @@ type Engine struct {
 	gate      *WindowGate
 	cooldowns *cooldowns
 	lockouts  *lockouts
+	egress    egressBook
 
 	providers map[string]*providerState // configured; immutable after New
 	order     []string                  // configured provider ids, in order
@@ -184,6 +188,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 			useHints:       spec.UseUpstreamRetryHints,
 			families:       fams,
 			disableCooling: make(map[string]bool),
+			egressBucketed: spec.EgressBucketed,
 		}
 		for _, c := range spec.Connections {
 			ps.connections = append(ps.connections, c.ID)
@@ -518,9 +523,10 @@ func (e *Engine) RecordSuccess(provider, connection, model string) {
 // the window gate (when provider_cooldown is enabled and the failure is a
 // retryable upstream failure), the connection cooldown and the model
 // lockout (when enabled and the status is one of error_codes, or a rule
-// scoped the failure to the model). A failure that does not trip the
-// breaker frees a HALF_OPEN probe it may hold. Client aborts and local
-// errors touch nothing else. Every resulting state write is durable in the
+// scoped the failure to the model), and for an egress-bucketed provider
+// the connections sharing the failing one's egress (see egress.go). A
+// failure that does not trip the breaker frees a HALF_OPEN probe it may
+// hold. Client aborts and local errors touch nothing else. Every resulting state write is durable in the
 // Store before RecordFailure returns; the error joins the failed writes
 // (the in-memory state has changed regardless).
 func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
@@ -528,6 +534,7 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 		return nil
 	}
 	ps := e.providerFor(o.Provider, o.Profile)
+	o = egressScope(ps, o)
 	if !TripsBreaker(o) {
 		e.breakers.ReleaseProbe(o.Provider)
 	}
@@ -564,7 +571,9 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 		ob.OnCooldown(o.Provider, o.Connection, string(o.Reason), eff.cooled)
 	}
 
-	if lockoutApplies(o, &s.ModelLockout) {
+	errs = append(errs, e.coolEgressSiblings(ctx, ps, o, now))
+
+	if lockoutApplies(o, &s.ModelLockout) && !egressLocksConnection(ps, o) {
 		key, family := lockoutKeyFor(o, ps.families)
 		_, d, changed := e.lockouts.recordFailure(o, key, family, newLockoutPolicy(s.ModelLockout), now)
 		if changed {

@@ -15,7 +15,8 @@ type ErrorInput struct {
 }
 
 // Restatement is a restate hook's answer: the corrected status and the
-// retry-after to tell the client.
+// retry-after to tell the client. Status must be 100..599 and RetryAfterMS
+// must not be negative.
 type Restatement struct {
 	Status       int    `json:"status"`
 	RetryAfterMS int64  `json:"retry_after_ms,omitempty"`
@@ -23,7 +24,10 @@ type Restatement struct {
 }
 
 // Decision is a classify hook's answer. Reason and Scope use the engine's
-// names ("quota_exhausted", "connection"...).
+// names ("quota_exhausted", "connection"...). Reason is required and may be
+// any engine reason except the local ones ("client_abort", "local_error");
+// Scope is "", "model", "connection" or "provider" ("" keeps the built-in
+// scope for the reason); CooldownMS must not be negative.
 type Decision struct {
 	Reason     string `json:"reason"`
 	Scope      string `json:"scope,omitempty"`
@@ -41,7 +45,7 @@ type RequestInfo struct {
 
 // RequestAction is an on_request hook's answer: rewrite the model, set or
 // remove headers (a header set to "" is removed), or reject the request
-// with a client error.
+// with a client error. RejectStatus is 0 (do not reject) or 400..499.
 type RequestAction struct {
 	Model         string            `json:"model,omitempty"`
 	SetHeaders    map[string]string `json:"set_headers,omitempty"`

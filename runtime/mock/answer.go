@@ -196,7 +196,7 @@ func (s *Server) generation(w http.ResponseWriter, r *http.Request, wr wire) {
 		return
 	}
 
-	c.step = s.prog.Load().pick(key, req.Model, r.URL.Path)
+	c.step = s.prog.Load().pick(key, req.Model, r.URL.Path, r.Header, false)
 	if s.logger.IsDebug() {
 		s.logger.Debug("call", "path", r.URL.Path, "model", req.Model, "stream", req.Stream,
 			"status", c.step.status(), "scripted", c.step != defaultStep)

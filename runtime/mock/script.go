@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -37,8 +38,16 @@ type Rule struct {
 	// (including `/`). Empty matches every model.
 	Model string `yaml:"model"`
 	// Path matches the URL path (e.g. /v1/messages), `*` wildcard allowed.
-	// Empty matches every generation endpoint.
+	// Empty matches every generation endpoint (but not the account
+	// endpoints GET /api/oauth/usage and POST
+	// /api/organizations/{org}/reset_rate_limits, which only rules with a
+	// matching, non-empty path answer).
 	Path string `yaml:"path"`
+	// Header matches one request header: "name=value" needs the header's
+	// value to match the glob value (e.g. "anthropic-usage-limit=slow"),
+	// "name=" needs the header absent or empty, "name" needs it present
+	// and not empty. Names are case-insensitive. Empty matches every call.
+	Header string `yaml:"header"`
 	// Mode is "sequence" (default): responses are used in order, each
 	// Step.Times times, the last one repeating forever; or "random": every
 	// call draws one step by Step.Weight from an RNG seeded with Seed.
@@ -112,6 +121,27 @@ type Step struct {
 	// chunks and during a stall): ": ping" comments for OpenAI formats,
 	// `event: ping` for Anthropic.
 	PingEveryMS int `yaml:"ping_every_ms"`
+
+	// JuniperTide is the juniper_tide block of a GET /api/oauth/usage
+	// answer (default: arm reset, available, next_available_at null).
+	JuniperTide *JuniperTide `yaml:"juniper_tide"`
+	// Result is the result of a POST .../reset_rate_limits answer: reset
+	// (default), not_limited, already_used, not_offered or any other text.
+	Result string `yaml:"result"`
+	// NextAvailableAt, when set, adds next_available_at to a reset answer
+	// (RFC 3339 text, or digits for a unix epoch number).
+	NextAvailableAt string `yaml:"next_available_at"`
+}
+
+// JuniperTide is the session-limit reset block of the usage probe.
+type JuniperTide struct {
+	// Arm is the experiment arm ("reset" offers the reset).
+	Arm string `yaml:"arm"`
+	// Available reports that the reset can be claimed now.
+	Available bool `yaml:"available"`
+	// NextAvailableAt is RFC 3339 text, digits for a unix epoch number, or
+	// empty for null.
+	NextAvailableAt string `yaml:"next_available_at"`
 }
 
 // ErrorEvent is the SSE error event of Step.ErrorEvent. In YAML it is
@@ -204,6 +234,12 @@ func (s *Script) Validate() error {
 		default:
 			return fmt.Errorf("%s.mode: %q is not sequence or random", where, r.Mode)
 		}
+		if r.Header != "" {
+			name, _, _ := strings.Cut(r.Header, "=")
+			if !validHeaderName(name) {
+				return fmt.Errorf("%s.header: %q is not name=value", where, r.Header)
+			}
+		}
 		totalWeight := 0
 		for j := range r.Responses {
 			st := &r.Responses[j]
@@ -248,11 +284,15 @@ func (st *Step) validate() error {
 		return fmt.Errorf("status: %d is not in 200..599", st.Status)
 	}
 	for k := range st.Headers {
-		if k == "" || strings.ContainsAny(k, " :\r\n") {
+		if !validHeaderName(k) {
 			return fmt.Errorf("headers: %q is not a valid header name", k)
 		}
 	}
 	return nil
+}
+
+func validHeaderName(k string) bool {
+	return k != "" && !strings.ContainsAny(k, " :\r\n")
 }
 
 func (st *Step) weight() int {
@@ -318,12 +358,16 @@ func compile(s *Script) *program {
 	return p
 }
 
-// pick returns the step answering a call, or defaultStep. It is
-// goroutine-safe.
-func (p *program) pick(key, model, path string) *Step {
+// pick returns the step answering a call, or defaultStep. account calls
+// (the usage and reset endpoints) are matched only by rules with a path.
+// It is goroutine-safe.
+func (p *program) pick(key, model, path string, hdr http.Header, account bool) *Step {
 	for _, rs := range p.rules {
 		r := rs.rule
-		if !globMatch(r.Key, key) || !globMatch(r.Model, model) || !globMatch(r.Path, path) {
+		if account && r.Path == "" {
+			continue
+		}
+		if !globMatch(r.Key, key) || !globMatch(r.Model, model) || !globMatch(r.Path, path) || !headerMatch(r.Header, hdr) {
 			continue
 		}
 		if len(r.Responses) == 0 {
@@ -355,6 +399,24 @@ func (rs *ruleState) draw() int {
 		}
 	}
 	return len(steps) - 1
+}
+
+// headerMatch reports whether the request headers satisfy a Rule.Header
+// condition ("name=glob", "name=" absent or empty, "name" present).
+func headerMatch(cond string, hdr http.Header) bool {
+	if cond == "" {
+		return true
+	}
+	name, want, hasValue := strings.Cut(cond, "=")
+	got := strings.TrimSpace(hdr.Get(name))
+	switch {
+	case !hasValue:
+		return got != ""
+	case want == "":
+		return got == ""
+	default:
+		return globMatch(want, got)
+	}
 }
 
 // globMatch reports whether s matches pattern, where `*` matches any run of

@@ -3,7 +3,9 @@
 // Anthropic Messages and (minimal) OpenAI Responses wire formats, streaming
 // and not, on plain net/http. By default it echoes the last user message; a
 // Script injects statuses, latency, stalls, resets, slow trickles, error
-// events and keep-alives per key, model and path. Control endpoints under
+// events and keep-alives per key, model, path and request header. It also
+// serves the Claude account endpoints of the usage wall (the usage probe and
+// the session-limit reset claim). Control endpoints under
 // /_mock/ replace the script and read or reset the call counters.
 package mock
 
@@ -177,7 +179,13 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	case "/_mock/health":
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
+	case usagePath:
+		s.usageProbe(w, r)
 	default:
+		if _, ok := resetOrg(r.URL.Path); ok {
+			s.resetClaim(w, r)
+			return
+		}
 		writeJSON(w, http.StatusNotFound, map[string]any{"error": map[string]any{
 			"message": "Unknown request URL: " + r.Method + " " + r.URL.Path + ".",
 			"type":    "invalid_request_error",

@@ -30,6 +30,10 @@ type Stats struct {
 	ByKey map[string]KeyStats `json:"by_key"`
 	// ByKeyModel counts calls per "key|model".
 	ByKeyModel map[string]uint64 `json:"by_key_model"`
+	// UsageProbes counts GET /api/oauth/usage calls (not in Total).
+	UsageProbes uint64 `json:"usage_probes,omitempty"`
+	// ResetClaims counts valid POST .../reset_rate_limits calls (not in Total).
+	ResetClaims uint64 `json:"reset_claims,omitempty"`
 }
 
 // KeyStats are the counters of one API key.
@@ -81,9 +85,11 @@ type keyBook struct {
 // calls begun in an old book end in it, so a reset never drives a gauge
 // negative.
 type book struct {
-	all  counters
-	mu   sync.RWMutex
-	keys map[string]*keyBook
+	all counters
+	// usageProbes and resetClaims count the account endpoints.
+	usageProbes, resetClaims atomic.Uint64
+	mu                       sync.RWMutex
+	keys                     map[string]*keyBook
 }
 
 func newBook() *book { return &book{keys: make(map[string]*keyBook)} }
@@ -133,6 +139,8 @@ func (b *book) snapshot() Stats {
 		MaxConcurrent: b.all.maxConc.Load(),
 		ByKey:         make(map[string]KeyStats),
 		ByKeyModel:    make(map[string]uint64),
+		UsageProbes:   b.usageProbes.Load(),
+		ResetClaims:   b.resetClaims.Load(),
 	}
 	b.mu.RLock()
 	defer b.mu.RUnlock()

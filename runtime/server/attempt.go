@@ -260,4 +260,3 @@ func streamFailureBody(x *exchange, f *relay.Failure) []byte {
 	e := &wire.APIError{Status: f.Status, Type: "stream_error", Code: f.Reason, Message: "the upstream stream failed before any output: " + f.Reason}
 	return e.Body(x.format)
 }
-
