@@ -216,6 +216,7 @@ func (s *Server) streamAttempt(c *fiber.Ctx, x *exchange, cd topology.Candidate,
 		default:
 			code = res.Failure.Reason
 			s.recordStreamFailure(x, cd, res.Failure)
+			s.comboOutcome(x, cd, false)
 			if s.metrics != nil {
 				s.metrics.Stream("abort", res.Failure.Reason)
 			}

@@ -16,6 +16,7 @@ import (
 	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/engine/admission"
 	"github.com/breakwater-dev/breakwater/engine/affinity"
+	"github.com/breakwater-dev/breakwater/engine/strategy"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
 	"github.com/breakwater-dev/breakwater/runtime/wire"
 )
@@ -54,6 +55,14 @@ type exchange struct {
 	deadConns map[*topology.Connection]bool
 	// admissionErr is the last local admission refusal.
 	admissionErr *wire.APIError
+
+	// sreq is the strategy request of each combo on the route; sig the
+	// signals of the running combo attempt; autoFactors the auto
+	// strategy's explanation.
+	sreq        map[*topology.Combo]strategy.Request
+	sig         strategy.Attempt
+	sigOn       bool
+	autoFactors string
 }
 
 type exclusionEntry struct {
@@ -114,6 +123,12 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 	}
 	if e := s.prepareLease(c, x); e != nil {
 		return s.answerError(c, x, e)
+	}
+	if res.Combo != nil {
+		cands = s.planCombo(x, s.comboRoutes[res.Combo], body)
+		if x.autoFactors != "" {
+			c.Set(strategy.AutoFactorsHeader, x.autoFactors)
+		}
 	}
 	cands = s.plan(c, x, cands)
 	return s.dispatch(c, x, req, body, cands)
@@ -187,13 +202,16 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 			continue
 		}
 		before := x.last
+		s.comboStart(x, cd)
 		done, err := s.attempt(c, x, req, body, cd)
 		if done {
 			return err
 		}
 		if x.last == before {
+			x.sigOn = false
 			continue // refused by local admission: no upstream answer
 		}
+		s.comboOutcome(x, cd, false)
 		s.affinityFailed(x, cd)
 		o := x.last.outcome
 		if o.Scope == engine.ScopeConnection && o.Reason == engine.ReasonQuotaExhausted {
@@ -351,6 +369,7 @@ func (s *Server) recordFailure(x *exchange, cd topology.Candidate, status int, h
 func (s *Server) recordSuccess(x *exchange, cd topology.Candidate) {
 	s.eng.RecordSuccess(cd.Provider.ID, cd.Connection.ID, cd.Model)
 	s.affinitySucceeded(x, cd)
+	s.comboOutcome(x, cd, true)
 	if s.metrics != nil {
 		s.metrics.Attempt(cd.Provider.ID, cd.Connection.ID, cd.Model, "success")
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/breakwater-dev/breakwater/engine/admission"
 	"github.com/breakwater-dev/breakwater/engine/affinity"
 	"github.com/breakwater-dev/breakwater/engine/lease"
+	"github.com/breakwater-dev/breakwater/engine/strategy"
 	"github.com/breakwater-dev/breakwater/runtime/config"
 	"github.com/breakwater-dev/breakwater/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/runtime/metrics"
@@ -68,12 +69,17 @@ type Server struct {
 	version string
 	ua      string
 
-	metrics *metrics.Metrics
-	leases  *lease.Manager
-	pins    *affinity.Pins
-	adm     *admission.Manager
-	admEnv  admission.Defaults
-	store   engine.Store
+	metrics     *metrics.Metrics
+	leases      *lease.Manager
+	pins        *affinity.Pins
+	adm         *admission.Manager
+	comboRoutes map[*topology.Combo]*comboRoute
+	signals     *strategy.Signals
+	stratState  *strategy.StateStore
+	stopFlush   context.CancelFunc
+	flushDone   chan struct{}
+	admEnv      admission.Defaults
+	store       engine.Store
 	// leasesInUse is true when some client key may hold session leases;
 	// only then do unleased requests check lease holders.
 	leasesInUse bool
@@ -122,6 +128,15 @@ func New(o Options) (*Server, error) {
 		s.log.Warn("admission settings", "error", err)
 	}
 	s.admEnv, _ = admission.EnvDefaults(osLookupEnv)
+	s.signals = strategy.NewSignals(o.Clock)
+	s.stratState = strategy.NewStateStore(o.Store)
+	if err := s.stratState.Load(context.Background()); err != nil {
+		s.log.Warn("loading strategy positions", "error", err)
+	}
+	s.buildRoutes()
+	fctx, stop := context.WithCancel(context.Background())
+	s.stopFlush, s.flushDone = stop, make(chan struct{})
+	go func() { defer close(s.flushDone); s.flushStrategyState(fctx) }()
 	s.leases = lease.New(o.Store, o.Clock, lease.Options{})
 	s.pins = affinity.New(o.Store, o.Clock)
 	for _, k := range o.Config.Keys {
@@ -180,6 +195,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	err := s.app.ShutdownWithTimeout(timeout)
 	s.pool.Close()
+	s.stopFlush()
+	<-s.flushDone
 	if err != nil {
 		return fmt.Errorf("server: shutdown: %w", err)
 	}

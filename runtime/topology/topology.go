@@ -55,21 +55,43 @@ type Candidate struct {
 	Connection *Connection
 	// Model is the upstream model id sent to the executor.
 	Model string
+	// Combo and Target name the combo target this candidate came from
+	// (nil / -1 outside combos), for the strategy's bookkeeping.
+	Combo  *Combo
+	Target int
 }
 
 // Combo is a named virtual model over targets.
 type Combo struct {
-	Name     string
-	Strategy string
-	Targets  []ComboTarget
+	Name        string
+	Strategy    string
+	StickyLimit int
+	Targets     []ComboTarget
+	// Judge (fusion) and Summariser (context-relay) are model names the
+	// gateway resolves like any client model.
+	Judge, Summariser string
+	MaxParallel       int
+	AutoWeights       map[string]float64
 }
 
-// ComboTarget is one resolved leaf target of a combo.
+// ComboTarget is one target of a combo: a provider model (optionally
+// pinned to a connection) or a child combo executed as one target.
 type ComboTarget struct {
+	// Key is the target's stable id: "provider/model",
+	// "provider/model@connection" or "combo:name".
+	Key        string
 	Provider   *Provider
 	Model      string
 	Connection *Connection // nil = any connection of the provider
-	Weight     float64
+	// Child is set for a nested combo in mode execute: it routes with its
+	// own strategy, as one target of the parent.
+	Child         *Combo
+	Weight        float64
+	PriceIn       float64
+	PriceOut      float64
+	ContextWindow int
+	// System is the pipeline step's system prompt.
+	System string
 }
 
 // Topology is the immutable routable view of a configuration. It is safe
@@ -124,13 +146,12 @@ func Build(cfg *config.Config) (*Topology, error) {
 		if t.isModel(c.Name) {
 			t.Warnings = append(t.Warnings, fmt.Sprintf("combo %q shadows a provider model of the same name; the combo wins", c.Name))
 		}
-		targets, err := t.flatten(c.Name, raw, []string{c.Name})
-		if err != nil {
+		if _, err := t.buildCombo(c.Name, raw, []string{c.Name}); err != nil {
 			return nil, err
 		}
-		combo := &Combo{Name: c.Name, Strategy: c.Strategy, Targets: targets}
-		t.Combos = append(t.Combos, combo)
-		t.combos[c.Name] = combo
+	}
+	for _, c := range cfg.Combos {
+		t.Combos = append(t.Combos, t.combos[c.Name])
 	}
 	return t, nil
 }
@@ -144,8 +165,29 @@ func (t *Topology) isModel(name string) bool {
 	return false
 }
 
-// flatten expands a combo's targets into leaves, following nested combos
-// and rejecting cycles.
+// buildCombo builds (once) the combo name and the children it uses,
+// rejecting cycles with their path.
+func (t *Topology) buildCombo(name string, raw map[string]config.Combo, path []string) (*Combo, error) {
+	if c, ok := t.combos[name]; ok {
+		return c, nil
+	}
+	rc := raw[name]
+	targets, err := t.flatten(name, raw, path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Combo{Name: name, Strategy: rc.Strategy, StickyLimit: rc.StickyLimit, Targets: targets,
+		Judge: rc.Judge, Summariser: rc.Summariser, MaxParallel: rc.MaxParallel, AutoWeights: rc.AutoWeights}
+	if c.Strategy == "" {
+		c.Strategy = "priority"
+	}
+	t.combos[name] = c
+	return c, nil
+}
+
+// flatten resolves a combo's targets: a child combo in mode flatten
+// (the default) contributes its leaves, one in mode execute becomes one
+// target; cycles are rejected.
 func (t *Topology) flatten(name string, raw map[string]config.Combo, path []string) ([]ComboTarget, error) {
 	var out []ComboTarget
 	for i, tg := range raw[name].Targets {
@@ -154,6 +196,14 @@ func (t *Topology) flatten(name string, raw map[string]config.Combo, path []stri
 				if seen == child.Name {
 					return nil, fmt.Errorf("combos: cycle of nested combos: %s", strings.Join(append(path, child.Name), " -> "))
 				}
+			}
+			if child.Mode == "execute" {
+				cc, err := t.buildCombo(child.Name, raw, append(path, child.Name))
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, ComboTarget{Key: "combo:" + child.Name, Child: cc, Weight: tg.Weight, System: tg.System})
+				continue
 			}
 			leaves, err := t.flatten(child.Name, raw, append(path, child.Name))
 			if err != nil {
@@ -170,7 +220,8 @@ func (t *Topology) flatten(name string, raw map[string]config.Combo, path []stri
 		if !p.Serves(model) {
 			return nil, fmt.Errorf("combos: %s.targets[%d]: provider %q does not list model %q", name, i, pid, model)
 		}
-		leaf := ComboTarget{Provider: p, Model: model, Weight: tg.Weight}
+		leaf := ComboTarget{Key: p.ID + "/" + model, Provider: p, Model: model, Weight: tg.Weight,
+			PriceIn: tg.PriceIn, PriceOut: tg.PriceOut, ContextWindow: tg.ContextWindow, System: tg.System}
 		if tg.Connection != "" {
 			for _, c := range p.Connections {
 				if c.ID == tg.Connection {
@@ -180,6 +231,7 @@ func (t *Topology) flatten(name string, raw map[string]config.Combo, path []stri
 			if leaf.Connection == nil {
 				return nil, fmt.Errorf("combos: %s.targets[%d]: provider %q has no connection %q", name, i, pid, tg.Connection)
 			}
+			leaf.Key += "@" + tg.Connection
 		}
 		out = append(out, leaf)
 	}
@@ -215,14 +267,8 @@ type Resolution struct {
 func (t *Topology) Resolve(name string) (Resolution, bool) {
 	if c, ok := t.combos[name]; ok {
 		var out []Candidate
-		for _, tg := range c.Targets {
-			if tg.Connection != nil {
-				out = append(out, Candidate{Provider: tg.Provider, Connection: tg.Connection, Model: tg.Model})
-				continue
-			}
-			for _, conn := range tg.Provider.Connections {
-				out = append(out, Candidate{Provider: tg.Provider, Connection: conn, Model: tg.Model})
-			}
+		for i := range c.Targets {
+			out = c.AppendCandidates(out, i)
 		}
 		return Resolution{Candidates: out, Combo: c}, true
 	}
@@ -246,7 +292,27 @@ func (t *Topology) Resolve(name string) (Resolution, bool) {
 func (p *Provider) candidates(model string) []Candidate {
 	out := make([]Candidate, 0, len(p.Connections))
 	for _, c := range p.Connections {
-		out = append(out, Candidate{Provider: p, Connection: c, Model: model})
+		out = append(out, Candidate{Provider: p, Connection: c, Model: model, Target: -1})
+	}
+	return out
+}
+
+// AppendCandidates appends the candidates of target i of c: its pinned
+// connection, or every connection of its provider; a child combo's
+// targets in configured order.
+func (c *Combo) AppendCandidates(out []Candidate, i int) []Candidate {
+	tg := &c.Targets[i]
+	switch {
+	case tg.Child != nil:
+		for j := range tg.Child.Targets {
+			out = tg.Child.AppendCandidates(out, j)
+		}
+	case tg.Connection != nil:
+		out = append(out, Candidate{Provider: tg.Provider, Connection: tg.Connection, Model: tg.Model, Combo: c, Target: i})
+	default:
+		for _, conn := range tg.Provider.Connections {
+			out = append(out, Candidate{Provider: tg.Provider, Connection: conn, Model: tg.Model, Combo: c, Target: i})
+		}
 	}
 	return out
 }
