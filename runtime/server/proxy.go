@@ -18,6 +18,7 @@ import (
 	"github.com/breakwater-dev/breakwater/engine/affinity"
 	"github.com/breakwater-dev/breakwater/engine/strategy"
 	"github.com/breakwater-dev/breakwater/runtime/topology"
+	"github.com/breakwater-dev/breakwater/runtime/translate"
 	"github.com/breakwater-dev/breakwater/runtime/wire"
 )
 
@@ -63,6 +64,7 @@ type exchange struct {
 	sig         strategy.Attempt
 	sigOn       bool
 	autoFactors string
+	relayed     bool
 }
 
 type exclusionEntry struct {
@@ -72,6 +74,7 @@ type exclusionEntry struct {
 	Reason      string  `json:"reason"`
 	SecondsLeft float64 `json:"seconds_left"`
 	until       time.Time
+	detail      string
 }
 
 // failure is the last failed attempt of a request.
@@ -124,10 +127,22 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 	if e := s.prepareLease(c, x); e != nil {
 		return s.answerError(c, x, e)
 	}
+	x.session = affinity.SessionID(func(h string) string { return c.Get(h) })
 	if res.Combo != nil {
-		cands = s.planCombo(x, s.comboRoutes[res.Combo], body)
+		if orchestrated(res.Combo) {
+			return s.runOrchestration(c, x, res.Combo, body)
+		}
+		r := s.comboRoutes[res.Combo]
+		cands = s.planCombo(x, r, body)
 		if x.autoFactors != "" {
 			c.Set(strategy.AutoFactorsHeader, x.autoFactors)
+		}
+		if nb := s.relayContext(x, r, cands, body); &nb[0] != &body[0] {
+			body = nb
+			if req, err = wire.Parse(body); err != nil {
+				return s.answerError(c, x, wire.InvalidRequest("body", err.Error()))
+			}
+			c.Set("X-Breakwater-Context-Relay", "summarised")
 		}
 	}
 	cands = s.plan(c, x, cands)
@@ -149,7 +164,6 @@ func (s *Server) plan(c *fiber.Ctx, x *exchange, cands []topology.Candidate) []t
 		moveFirst(cands, x.lease.lease.Connection)
 	}
 	if ttl := s.eng.Settings().SessionAffinityTTLMS; ttl > 0 {
-		x.session = affinity.SessionID(func(h string) string { return c.Get(h) })
 		if x.session != "" {
 			if ref, ok := s.pins.Get(c.UserContext(), x.session); ok {
 				x.pinned = ref
@@ -181,10 +195,57 @@ func moveFirst(cands []topology.Candidate, ref string) {
 
 // dispatch tries the candidates in order until one answers.
 func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cands []topology.Candidate) error {
-	maxAttempts := s.eng.Settings().MaxAttemptsPerRequest
+	st := s.eng.Settings()
+	maxAttempts := st.MaxAttemptsPerRequest
 	if maxAttempts <= 0 {
 		maxAttempts = 10
 	}
+	cw := st.ComboCooldownWait
+	wait := strategy.WaitSettings{Enabled: cw.Enabled, MaxWait: ms(cw.MaxWaitMS), MaxAttempts: cw.MaxAttempts, Budget: ms(cw.BudgetMS)}
+	budgetLeft := wait.Budget
+	for round := 0; ; round++ {
+		done, err := s.dispatchRound(c, x, req, body, cands, maxAttempts)
+		if done {
+			return err
+		}
+		if x.attempts > 0 || x.last != nil || x.admissionErr != nil {
+			break
+		}
+		if e := s.leaseCapacityError(x); e != nil {
+			return s.answerError(c, x, e)
+		}
+		// Pre-dispatch (RESILIENCE.md §6): nothing was attempted; wait out a
+		// short transient model lockout, or answer why not.
+		d := strategy.PreDispatch(wait, x.skips(), round, budgetLeft, s.clock.Now())
+		if d.Status == 0 {
+			time.Sleep(d.Wait)
+			budgetLeft -= d.Wait
+			x.excluded = x.excluded[:0]
+			continue
+		}
+		return s.answerPreDispatch(c, x, d, len(cands))
+	}
+	if x.last == nil && x.admissionErr != nil {
+		return s.answerError(c, x, x.admissionErr)
+	}
+	return s.answerExhausted(c, x, len(cands))
+}
+
+func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// skips lists the request's exclusions for the pre-dispatch decision.
+func (x *exchange) skips() []strategy.Skip {
+	out := make([]strategy.Skip, 0, len(x.excluded))
+	for _, e := range x.excluded {
+		out = append(out, strategy.Skip{Reason: e.Reason, Detail: e.detail, Until: e.until,
+			Transient: e.Reason == engine.ExclusionModelLockout && strategy.TransientDetail(e.detail)})
+	}
+	return out
+}
+
+// dispatchRound tries the candidates once, in order. It reports done when
+// the client has been answered.
+func (s *Server) dispatchRound(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cands []topology.Candidate, maxAttempts int) (bool, error) {
 	ctx := c.UserContext()
 	for _, cd := range cands {
 		if x.attempts >= maxAttempts {
@@ -194,7 +255,8 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 			continue
 		}
 		if ex, excluded := s.eng.Check(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
-			x.excluded = append(x.excluded, exclusionEntry{Provider: cd.Provider.ID, Connection: cd.Connection.ID, Model: cd.Model, Reason: ex.Reason, until: ex.Until})
+			x.excluded = append(x.excluded, exclusionEntry{Provider: cd.Provider.ID, Connection: cd.Connection.ID, Model: cd.Model,
+				Reason: ex.Reason, until: ex.Until, detail: ex.Detail})
 			s.affinityFailed(x, cd)
 			continue
 		}
@@ -205,7 +267,7 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 		s.comboStart(x, cd)
 		done, err := s.attempt(c, x, req, body, cd)
 		if done {
-			return err
+			return true, err
 		}
 		if x.last == before {
 			x.sigOn = false
@@ -224,15 +286,45 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 			break
 		}
 	}
-	if x.attempts == 0 {
-		if e := s.leaseCapacityError(x); e != nil {
-			return s.answerError(c, x, e)
+	return false, nil
+}
+
+// answerPreDispatch answers a request that made no attempt (§6): 429
+// rate_limit_error for short transient locks, 503 ALL_TARGETS_SKIPPED for
+// quota/auth/not-found skips, 503 all_targets_cooling_down with
+// diagnostics, or 404 no_executable_targets for an empty pool.
+func (s *Server) answerPreDispatch(c *fiber.Ctx, x *exchange, d strategy.Decision, pool int) error {
+	switch d.Code {
+	case strategy.CodeRateLimit:
+		return s.answerError(c, x, &wire.APIError{Status: d.Status, Type: "rate_limit_error", Code: d.Code, RetryAfter: d.RetryAfter,
+			Message: fmt.Sprintf("every target of %q is rate limited for a short while", x.model),
+			Extra:   map[string]any{"retry_after": wire.CeilSeconds(d.RetryAfter), "reset_at": d.ResetAt.UTC().Format(time.RFC3339Nano)}})
+	case strategy.CodeAllTargetsSkipped:
+		return s.answerError(c, x, &wire.APIError{Status: d.Status, Type: "server_error", Code: d.Code,
+			Message: fmt.Sprintf("every target of %q was skipped (quota, auth or not found)", x.model),
+			Extra:   map[string]any{"diagnostics": x.diagnostics(pool, s.clock.Now())}})
+	case strategy.CodeNoExecutableTargets:
+		return s.answerError(c, x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: d.Code,
+			Message: fmt.Sprintf("no executable target for %q", x.model)})
+	}
+	return s.answerExhausted(c, x, pool)
+}
+
+// diagnostics describes the request's exclusions for 503 answers.
+func (x *exchange) diagnostics(pool int, now time.Time) map[string]any {
+	terminal := ""
+	for i := range x.excluded {
+		e := &x.excluded[i]
+		if !e.until.IsZero() {
+			e.SecondsLeft = float64(e.until.Sub(now).Milliseconds()) / 1000
 		}
+		terminal = e.Reason
 	}
-	if x.last == nil && x.admissionErr != nil {
-		return s.answerError(c, x, x.admissionErr)
+	excluded := x.excluded
+	if excluded == nil {
+		excluded = []exclusionEntry{}
 	}
-	return s.answerExhausted(c, x, len(cands))
+	return map[string]any{"pool_size": pool, "attempted": x.attempts, "excluded": excluded, "terminal_reason": terminal}
 }
 
 // affinityFailed unpins the session from a connection that failed, cooled
@@ -422,34 +514,25 @@ func (s *Server) answerExhausted(c *fiber.Ctx, x *exchange, pool int) error {
 	if x.last == nil {
 		now := s.clock.Now()
 		var earliest time.Time
-		for i := range x.excluded {
-			e := &x.excluded[i]
-			if !e.until.IsZero() {
-				e.SecondsLeft = float64(e.until.Sub(now).Milliseconds()) / 1000
-				if earliest.IsZero() || e.until.Before(earliest) {
-					earliest = e.until
-				}
+		for _, e := range x.excluded {
+			if !e.until.IsZero() && (earliest.IsZero() || e.until.Before(earliest)) {
+				earliest = e.until
 			}
 		}
-		wait := earliest.Sub(now)
-		if earliest.IsZero() {
-			wait = 0
-		} else if wait < time.Second {
-			wait = time.Second
-		}
-		terminal := ""
-		if len(x.excluded) > 0 {
-			terminal = x.excluded[len(x.excluded)-1].Reason
+		var wait time.Duration
+		if !earliest.IsZero() {
+			wait = max(earliest.Sub(now), time.Second)
 		}
 		return s.answerError(c, x, &wire.APIError{Status: 503, Type: "server_error", Code: "all_targets_cooling_down", RetryAfter: wait,
 			Message: fmt.Sprintf("every target of %q is temporarily excluded by resilience timers", x.model),
-			Extra: map[string]any{"diagnostics": map[string]any{
-				"pool_size": pool, "attempted": x.attempts, "excluded": x.excluded, "terminal_reason": terminal,
-			}}})
+			Extra:   map[string]any{"diagnostics": x.diagnostics(pool, now)}})
 	}
 	f := x.last
 	s.setRouteHeaders(c, x, f.cand)
 	retry := f.outcome.RetryHint
+	if f.outcome.ClientRetryAfter > 0 {
+		retry = f.outcome.ClientRetryAfter
+	}
 	if f.status == 0 {
 		msg := "upstream request failed"
 		if f.outcome.Message != "" {
@@ -466,6 +549,13 @@ func (s *Server) answerExhausted(c *fiber.Ctx, x *exchange, pool int) error {
 		c.Set("Retry-After", strconv.FormatInt(wire.CeilSeconds(retry), 10))
 	}
 	if len(f.body) > 0 && json.Valid(f.body) {
+		if crossFormat(x.format, f.cand.Provider) {
+			if x.format == wire.FormatOpenAI {
+				f.body = translate.ErrorToOpenAI(status, f.body)
+			} else {
+				f.body = translate.ErrorToAnthropic(status, f.body)
+			}
+		}
 		copyResponseHeaders(c, f.header)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		c.Status(status)

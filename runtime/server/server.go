@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"slices"
 	"strconv"
 	"sync/atomic"
@@ -77,9 +78,14 @@ type Server struct {
 	signals     *strategy.Signals
 	stratState  *strategy.StateStore
 	stopFlush   context.CancelFunc
-	flushDone   chan struct{}
-	admEnv      admission.Defaults
-	store       engine.Store
+	// selfURL and internalToken let orchestrations call the gateway
+	// itself; selfClient is their HTTP client.
+	selfURL       string
+	internalToken string
+	selfClient    *http.Client
+	flushDone     chan struct{}
+	admEnv        admission.Defaults
+	store         engine.Store
 	// leasesInUse is true when some client key may hold session leases;
 	// only then do unleased requests check lease holders.
 	leasesInUse bool
@@ -128,6 +134,8 @@ func New(o Options) (*Server, error) {
 		s.log.Warn("admission settings", "error", err)
 	}
 	s.admEnv, _ = admission.EnvDefaults(osLookupEnv)
+	s.internalToken = newInternalToken()
+	s.selfClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
 	s.signals = strategy.NewSignals(o.Clock)
 	s.stratState = strategy.NewStateStore(o.Store)
 	if err := s.stratState.Load(context.Background()); err != nil {
@@ -179,6 +187,7 @@ func (s *Server) App() *fiber.App { return s.app }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
+	s.selfURL = "http://" + ln.Addr().String()
 	s.log.Info("listening", "addr", ln.Addr().String())
 	if err := s.app.Listener(ln); err != nil {
 		return fmt.Errorf("server: %w", err)
