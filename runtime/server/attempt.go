@@ -79,22 +79,39 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	budget := ticket.ExecutionBudget(s.pool.Timeouts().FirstByte)
 	ctx, cancelCtx := context.WithTimeout(context.Background(), budget)
 	cancel := func() { cancelCtx(); ticket.Release() }
-	hreq, err := s.buildRequest(ctx, c, cd, out, x.stream)
-	if err != nil {
-		cancel()
-		return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})
-	}
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
+	wcfg, walled := wallConfig(cd)
 	t0 := time.Now()
-	resp, err := s.pool.Do(hreq, route, cancel)
-	if err != nil {
-		x.upstreamTime += time.Since(t0)
-		cancel()
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return true, s.answerError(c, x, executionTimeout(cd, budget))
+	var resp *http.Response
+	for try := 0; ; try++ {
+		hreq, err := s.buildRequest(ctx, c, cd, out, x.stream)
+		if err != nil {
+			cancel()
+			return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})
 		}
-		s.recordFailure(x, cd, 0, nil, nil, err)
-		return false, nil
+		slow := false
+		if walled {
+			for k, v := range s.wall.RequestHeaders(cd.Connection.Ref, wcfg) {
+				hreq.Header.Set(k, v)
+				slow = true
+			}
+		}
+		resp, err = s.pool.Do(hreq, route, cancel)
+		if err != nil {
+			x.upstreamTime += time.Since(t0)
+			cancel()
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return true, s.answerError(c, x, executionTimeout(cd, budget))
+			}
+			s.recordFailure(x, cd, 0, nil, nil, err)
+			return false, nil
+		}
+		if walled && try < maxWallRetries && s.wallRetry(ctx, cd, wcfg, resp.StatusCode, resp.Header, slow, t0) {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+			resp.Body.Close()
+			continue
+		}
+		break
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		eb, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))

@@ -25,6 +25,7 @@ import (
 	"github.com/breakwater-dev/breakwater/engine/affinity"
 	"github.com/breakwater-dev/breakwater/engine/lease"
 	"github.com/breakwater-dev/breakwater/engine/strategy"
+	"github.com/breakwater-dev/breakwater/engine/usagewall"
 	"github.com/breakwater-dev/breakwater/runtime/config"
 	"github.com/breakwater-dev/breakwater/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/runtime/metrics"
@@ -78,6 +79,7 @@ type Server struct {
 	signals     *strategy.Signals
 	stratState  *strategy.StateStore
 	stopFlush   context.CancelFunc
+	wall        *usagewall.Wall
 	// selfURL and internalToken let orchestrations call the gateway
 	// itself; selfClient is their HTTP client.
 	selfURL       string
@@ -136,6 +138,7 @@ func New(o Options) (*Server, error) {
 	s.admEnv, _ = admission.EnvDefaults(osLookupEnv)
 	s.internalToken = newInternalToken()
 	s.selfClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
+	s.wall = usagewall.New(o.Clock, nil)
 	s.signals = strategy.NewSignals(o.Clock)
 	s.stratState = strategy.NewStateStore(o.Store)
 	if err := s.stratState.Load(context.Background()); err != nil {

@@ -47,6 +47,10 @@ type Connection struct {
 	ProxyURL     string
 	// Ref is "provider/connection", the connection's global name.
 	Ref string
+	// LowPriorityMode, AutoLimitReset and OrganizationUUID opt a Claude
+	// subscription connection into the usage-wall handling of §2b.
+	LowPriorityMode, AutoLimitReset bool
+	OrganizationUUID                string
 }
 
 // Candidate is one upstream attempt a request may make.
@@ -133,6 +137,10 @@ func Build(cfg *config.Config) (*Topology, error) {
 				LocalAddress: cc.LocalAddress,
 				ProxyURL:     cc.ProxyURL.Value(),
 				Ref:          p.ID + "/" + cc.ID,
+
+				LowPriorityMode:  cc.ProviderSpecific.LowPriorityMode,
+				AutoLimitReset:   cc.ProviderSpecific.AutoLimitReset,
+				OrganizationUUID: cc.ProviderSpecific.OrganizationUUID,
 			})
 		}
 		t.Providers = append(t.Providers, p)

@@ -1,0 +1,100 @@
+package gateway_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+const wallConfig = `
+server:
+  listen: 127.0.0.1:0
+  admin_token: test-admin-token-0123456789
+state: {backend: memory}
+resilience:
+  request_queue: {auto_enable_api_key_providers: false}
+providers:
+  - id: claude
+    kind: anthropic
+    profile: oauth
+    base_url: MOCK_URL/v1
+    models: [sonnet]
+    connections:
+      - id: sub
+        api_key: sk-sub
+        provider_specific: {low_priority_mode: LANE, auto_limit_reset: RESET, organization_uuid: org-123}
+      - {id: spare, api_key: sk-spare}
+`
+
+func wallCfg(lane, reset bool) string {
+	return strings.NewReplacer("LANE", fmt.Sprint(lane), "RESET", fmt.Sprint(reset)).Replace(wallConfig)
+}
+
+const msgBody = `{"model":"claude/sonnet","max_tokens":32,"messages":[{"role":"user","content":"hi"}]}`
+
+func wallScript(resetAt int64) string {
+	return fmt.Sprintf(`
+rules:
+  - key: sk-sub
+    header: "anthropic-usage-limit=slow"
+    responses: [{headers: {anthropic-ratelimit-unified-slow-status: active}}]
+  - key: sk-sub
+    responses:
+      - status: 429
+        headers:
+          anthropic-ratelimit-unified-status: rejected
+          anthropic-ratelimit-unified-slow-offer: treatment
+          anthropic-ratelimit-unified-reset: "%d"
+`, resetAt)
+}
+
+func TestUsageWallLowerPriorityLaneRetriesOnTheSameConnection(t *testing.T) {
+	h := start(t, wallCfg(true, false))
+	h.setScript(wallScript(time.Now().Add(time.Hour).Unix()))
+	resp := h.post("/v1/messages", msgBody)
+	m := decode(t, resp)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Breakwater-Connection") != "sub" || resp.Header.Get("X-Breakwater-Attempts") != "1" {
+		t.Fatalf("lane: %d via %s (%s attempts): %v", resp.StatusCode, resp.Header.Get("X-Breakwater-Connection"), resp.Header.Get("X-Breakwater-Attempts"), m)
+	}
+	if st := h.mock.Stats(); st.ByKey["sk-sub"].Calls != 2 || st.ByKey["sk-spare"].Calls != 0 {
+		t.Fatalf("want the 429 then the slow retry on sub, no rotation: %+v", st.ByKey)
+	}
+	_, cool := h.admin("GET", "/api/resilience/cooldowns?provider=claude", "")
+	for _, c := range cool["connections"].([]any) {
+		if c := c.(map[string]any); c["connection"] == "sub" && c["remaining_ms"].(float64) > 0 {
+			t.Fatalf("the intercepted 429 cooled the connection: %v", c)
+		}
+	}
+	// While the lane lasts every request carries the slow header: one call each.
+	readBody(t, h.post("/v1/messages", msgBody))
+	if n := h.mock.Stats().ByKey["sk-sub"].Calls; n != 3 {
+		t.Fatalf("the lane request should go straight to the slow lane: %d calls", n)
+	}
+}
+
+func TestUsageWallSessionResetTriedBeforeTheLane(t *testing.T) {
+	h := start(t, wallCfg(true, true))
+	h.setScript(wallScript(time.Now().Add(time.Hour).Unix()) + `
+  - path: /api/oauth/usage
+    responses: [{juniper_tide: {arm: reset, available: true}}]
+  - path: "/api/organizations/*/reset_rate_limits"
+    responses: [{result: reset}]
+`)
+	resp := h.post("/v1/messages", msgBody)
+	readBody(t, resp)
+	st := h.mock.Stats()
+	if resp.StatusCode != 200 || st.UsageProbes != 1 || st.ResetClaims != 1 {
+		t.Fatalf("reset flow: %d, probes %d, claims %d", resp.StatusCode, st.UsageProbes, st.ResetClaims)
+	}
+}
+
+func TestBurst429WithoutUnifiedHeadersTakesTheCooldownPath(t *testing.T) {
+	h := start(t, wallCfg(true, false))
+	h.setScript(`rules: [{key: sk-sub, responses: [{status: 429, headers: {Retry-After: "9"}}]}]`)
+	resp := h.post("/v1/messages", msgBody)
+	readBody(t, resp)
+	if resp.Header.Get("X-Breakwater-Connection") != "spare" || h.mock.Stats().ByKey["sk-sub"].Calls != 1 {
+		t.Fatalf("a plain 429 must fail over normally: via %s", resp.Header.Get("X-Breakwater-Connection"))
+	}
+}
