@@ -6,7 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
+	"net/url"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -89,6 +92,10 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 			cancel()
 			return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})
 		}
+		var egress *string
+		if cd.Provider.EgressBucketed {
+			hreq, egress = traceEgress(hreq, route)
+		}
 		slow := false
 		if walled {
 			for k, v := range s.wall.RequestHeaders(cd.Connection.Ref, wcfg) {
@@ -97,6 +104,9 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 			}
 		}
 		resp, err = s.pool.Do(hreq, route, cancel)
+		if egress != nil && *egress != "" {
+			s.eng.RecordEgress(cd.Provider.ID, cd.Connection.ID, *egress)
+		}
 		if err != nil {
 			x.upstreamTime += time.Since(t0)
 			cancel()
@@ -158,6 +168,25 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	err = c.Send(rb)
 	s.logAccess(x, resp.StatusCode, "")
 	return true, err
+}
+
+// traceEgress records the egress address of an upstream call (§12): the
+// proxy's host when the connection goes through a proxy, else the local
+// address of the outgoing socket.
+func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *string) {
+	addr := new(string)
+	if route.ProxyURL != "" {
+		if u, err := url.Parse(route.ProxyURL); err == nil {
+			*addr = u.Hostname()
+		}
+		return req, addr
+	}
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if host, _, err := net.SplitHostPort(info.Conn.LocalAddr().String()); err == nil {
+			*addr = host
+		}
+	}}
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace)), addr
 }
 
 // relayConfig is the stream relay configuration of one attempt.

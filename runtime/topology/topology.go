@@ -30,6 +30,9 @@ type Provider struct {
 	Models      []string
 	models      map[string]struct{}
 	Connections []*Connection
+	// EgressBucketed marks an upstream that buckets quota per egress IP
+	// (§12): the gateway records each connection's egress address.
+	EgressBucketed bool
 }
 
 // Serves reports whether the provider lists model.
@@ -120,8 +123,10 @@ func Build(cfg *config.Config) (*Topology, error) {
 			Kind:    Kind(pc.Kind),
 			Profile: engine.Profile(pc.Profile),
 			BaseURL: strings.TrimRight(pc.BaseURL, "/"),
-			Models:  append([]string(nil), pc.Models...),
-			models:  map[string]struct{}{},
+
+			EgressBucketed: pc.EgressBucketed,
+			Models:         append([]string(nil), pc.Models...),
+			models:         map[string]struct{}{},
 		}
 		if p.Profile == "" {
 			p.Profile = engine.ProfileAPIKey
