@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -19,8 +21,15 @@ import (
 
 const defaultConfigFile = "breakwater.yaml"
 
+// newDemoToken returns a random admin token for one demo run.
+func newDemoToken() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "demo-" + hex.EncodeToString(b[:])
+}
+
 func newServeCommand(g *globalFlags) *cobra.Command {
-	var cfgPath, listen string
+	var cfgPath, listen, demoToken string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the gateway (the embedded demo when no configuration is given)",
@@ -49,6 +58,10 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 					return fmt.Errorf("demo configuration: %w", err)
 				}
 				log.Info("no configuration given: running the embedded demo", "mock_upstream", "http://"+mockAddr)
+				// The demo's admin token is made fresh for this run and shown
+				// on stdout (never in the logs) so the dashboard can be used.
+				demoToken = newDemoToken()
+				cfg.Server.AdminToken = config.Secret(demoToken)
 			} else {
 				cfg, err = loadConfig(cfgPath)
 				if err != nil {
@@ -70,7 +83,8 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if demoMock != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "\nBreakwater demo is up on http://%s. Try:\n\n%s\n\n", gw.Addr(), demo.Curl(gw.Addr()))
+				fmt.Fprintf(cmd.OutOrStdout(), "\nBreakwater demo is up on http://%s. Try:\n\n%s\n\nDashboard: http://%s/dashboard (admin token for this run: %s)\n\n",
+					gw.Addr(), demo.Curl(gw.Addr()), gw.Addr(), demoToken)
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "breakwater listening on http://%s\n", gw.Addr())
 			}
