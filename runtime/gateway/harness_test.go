@@ -40,7 +40,8 @@ func (s *syncBuffer) String() string {
 
 // harness is a gateway in front of a real mock upstream, both on loopback.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
+	mockAdr string
 	mock    *mock.Server
 	gw      *gateway.Gateway
 	url     string
@@ -52,14 +53,14 @@ type harness struct {
 
 // start runs the mock and a gateway whose configuration is cfgYAML with
 // MOCK_URL replaced by the mock's base URL, on the system clock.
-func start(t *testing.T, cfgYAML string) *harness {
+func start(t testing.TB, cfgYAML string) *harness {
 	t.Helper()
 	return startWith(t, cfgYAML, nil)
 }
 
 // startWith is start with an injected clock for the resilience timers (nil
 // = system clock).
-func startWith(t *testing.T, cfgYAML string, clock engine.Clock) *harness {
+func startWith(t testing.TB, cfgYAML string, clock engine.Clock) *harness {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Debug, Output: logs})
@@ -69,7 +70,7 @@ func startWith(t *testing.T, cfgYAML string, clock engine.Clock) *harness {
 		t.Fatalf("starting mock: %v", err)
 	}
 	t.Cleanup(func() { _ = m.Close() })
-	h := &harness{t: t, mock: m, logs: logs, log: log, clock: clock,
+	h := &harness{t: t, mock: m, logs: logs, log: log, clock: clock, mockAdr: maddr,
 		cfgYAML: strings.ReplaceAll(cfgYAML, "MOCK_URL", "http://"+maddr)}
 	h.startGateway()
 	return h
@@ -144,7 +145,7 @@ func (h *harness) post(path, body string, hdr ...string) *http.Response {
 	return resp
 }
 
-func readBody(t *testing.T, r *http.Response) []byte {
+func readBody(t testing.TB, r *http.Response) []byte {
 	t.Helper()
 	defer r.Body.Close()
 	b, err := io.ReadAll(r.Body)
@@ -155,7 +156,7 @@ func readBody(t *testing.T, r *http.Response) []byte {
 }
 
 // decode reads a JSON body into a generic map.
-func decode(t *testing.T, r *http.Response) map[string]any {
+func decode(t testing.TB, r *http.Response) map[string]any {
 	t.Helper()
 	b := readBody(t, r)
 	var m map[string]any
@@ -225,3 +226,6 @@ combos:
       - {model: alpha/m1}
       - {model: beta/shared}
 `
+
+// mockURL is the mock upstream's base URL.
+func (h *harness) mockURL() string { return "http://" + h.mockAdr }
