@@ -1,7 +1,9 @@
 package abi
 
 // ErrorInput is what a restate or classify hook sees of one failed upstream
-// attempt. Header names are lower-cased; Body is bounded by the host.
+// attempt. Header names are lower-cased; Body is cut to MaxBodyBytes by the
+// host; credential headers (authorization, x-api-key, cookie...) are never
+// passed to a guest.
 type ErrorInput struct {
 	Provider   string            `json:"provider"`
 	Connection string            `json:"connection"`
@@ -36,6 +38,7 @@ type Decision struct {
 }
 
 // RequestInfo is what an on_request hook sees of a client request.
+// Credential headers are never passed to a guest.
 type RequestInfo struct {
 	Model   string            `json:"model"`
 	Path    string            `json:"path"`

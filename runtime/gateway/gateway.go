@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"path/filepath"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/plugins"
+	"github.com/breakwater-dev/breakwater/policies"
 	"github.com/breakwater-dev/breakwater/runtime/config"
 	"github.com/breakwater-dev/breakwater/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/runtime/server"
@@ -33,13 +36,18 @@ type Options struct {
 
 // Gateway is a running gateway.
 type Gateway struct {
-	Config *config.Config
-	Store  engine.Store
-	Engine *engine.Engine
-	Server *server.Server
-	ln     net.Listener
-	log    hclog.Logger
-	done   chan error
+	Config   *config.Config
+	Store    engine.Store
+	Engine   *engine.Engine
+	Server   *server.Server
+	Policies *policies.Pipeline
+	Plugins  *plugins.Host
+	ln       net.Listener
+
+	stopWatch context.CancelFunc
+	watchDone chan struct{}
+	log       hclog.Logger
+	done      chan error
 }
 
 // Start builds every part from cfg and starts serving. On error,
@@ -67,16 +75,33 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 			_ = st.Close()
 		}
 	}()
+	host, err := plugins.NewHost(ctx, plugins.Options{Logger: o.Logger.Named("plugin"), CacheDir: pluginCacheDir(cfg), Store: st, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("starting the plugin host: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			_ = host.Close(context.Background())
+		}
+	}()
+	if err = host.Load(ctx, PluginSpecs(cfg)); err != nil {
+		return nil, fmt.Errorf("loading plugins: %w", err)
+	}
+	pipe, err := policies.New(ctx, policies.Options{Store: st, Dir: cfg.Policies.Dir, Plugins: host, Logger: o.Logger, Clock: o.Clock})
+	if err != nil {
+		return nil, fmt.Errorf("loading policies: %w", err)
+	}
 	settings, err := SettingsFromConfig(cfg.Resilience)
 	if err != nil {
 		return nil, err
 	}
 	eng, err := engine.New(ctx, engine.Options{
-		Clock:     o.Clock,
-		Store:     st,
-		Logger:    o.Logger.Named("engine"),
-		Settings:  settings,
-		Providers: topology.EngineSpecs(cfg),
+		Clock:      o.Clock,
+		Store:      st,
+		Logger:     o.Logger.Named("engine"),
+		Settings:   settings,
+		Providers:  topology.EngineSpecs(cfg),
+		Classifier: pipe,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("starting engine: %w", err)
@@ -84,7 +109,8 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 	m := metrics.New()
 	m.RegisterEngine(eng)
 	eng.SetObserver(m.EngineObserver())
-	srv, err := server.New(server.Options{Config: cfg, Topology: topo, Engine: eng, Store: st, Logger: o.Logger, Version: o.Version, Clock: o.Clock, Metrics: m})
+	srv, err := server.New(server.Options{Config: cfg, Topology: topo, Engine: eng, Store: st, Logger: o.Logger, Version: o.Version, Clock: o.Clock, Metrics: m,
+		Policies: pipe, Plugins: host})
 	if err != nil {
 		return nil, err
 	}
@@ -95,8 +121,16 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 			return nil, fmt.Errorf("listening on server.listen %s: %w", cfg.Server.Listen, err)
 		}
 	}
-	g = &Gateway{Config: cfg, Store: st, Engine: eng, Server: srv, ln: ln, log: o.Logger, done: make(chan error, 1)}
+	wctx, stopWatch := context.WithCancel(context.Background())
+	g = &Gateway{Config: cfg, Store: st, Engine: eng, Server: srv, Policies: pipe, Plugins: host, ln: ln, log: o.Logger,
+		done: make(chan error, 1), stopWatch: stopWatch, watchDone: make(chan struct{})}
 	go func() { g.done <- srv.Serve(ln) }()
+	go func() {
+		defer close(g.watchDone)
+		if err := pipe.Watch(wctx); err != nil && wctx.Err() == nil {
+			o.Logger.Named("policies").Error("watching the operator policy directory stopped", "error", err)
+		}
+	}()
 	return g, nil
 }
 
@@ -109,10 +143,33 @@ func (g *Gateway) Done() <-chan error { return g.done }
 // Close shuts the server down gracefully and closes the store.
 func (g *Gateway) Close(ctx context.Context) error {
 	err := g.Server.Shutdown(ctx)
+	g.stopWatch()
+	<-g.watchDone
+	if perr := g.Plugins.Close(ctx); perr != nil {
+		err = errors.Join(err, fmt.Errorf("closing plugins: %w", perr))
+	}
 	if cerr := g.Store.Close(); cerr != nil {
 		err = errors.Join(err, fmt.Errorf("closing state store: %w", cerr))
 	}
 	return err
+}
+
+// PluginSpecs lists the configured plugins for the plugin host.
+func PluginSpecs(cfg *config.Config) []plugins.Spec {
+	out := make([]plugins.Spec, 0, len(cfg.Plugins))
+	for _, p := range cfg.Plugins {
+		out = append(out, plugins.Spec{Name: p.Name, Path: p.Path, Hooks: p.Hooks})
+	}
+	return out
+}
+
+// pluginCacheDir keeps compiled plugins beside the Badger data so a
+// restart skips recompilation; other backends cache in memory.
+func pluginCacheDir(cfg *config.Config) string {
+	if len(cfg.Plugins) == 0 || (cfg.State.Backend != "" && cfg.State.Backend != "badger") || cfg.State.Path == "" {
+		return ""
+	}
+	return filepath.Join(cfg.State.Path, "plugin-cache")
 }
 
 // SettingsFromConfig turns the configuration's resilience block into engine

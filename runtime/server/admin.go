@@ -24,6 +24,11 @@ func (s *Server) adminRoutes() {
 	api.Post("/resilience/cooldowns", s.handleClearCooldowns)
 	api.Get("/resilience/model-cooldowns", s.handleListLockouts)
 	api.Post("/rate-limits", s.handleRateLimits)
+	api.Get("/policies", s.handleGetPolicies)
+	api.Put("/policies/operator-rules", s.handlePutOperatorRules)
+	api.Post("/policies/explain", s.handleExplain)
+	api.Get("/plugins", s.handleListPlugins)
+	api.Post("/plugins/reload", s.handleReloadPlugins)
 	api.Delete("/resilience/model-cooldowns", s.handleClearLockout)
 	if s.metrics != nil {
 		s.app.Get("/metrics", s.adminAuth, adaptor.HTTPHandler(s.metrics.Handler()))

@@ -87,7 +87,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	t0 := time.Now()
 	var resp *http.Response
 	for try := 0; ; try++ {
-		hreq, err := s.buildRequest(ctx, c, cd, out, x.stream)
+		hreq, err := s.buildRequest(ctx, c, cd, out, x.stream, x.extraHeaders)
 		if err != nil {
 			cancel()
 			return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})

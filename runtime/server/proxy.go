@@ -65,6 +65,8 @@ type exchange struct {
 	sigOn       bool
 	autoFactors string
 	relayed     bool
+	// extraHeaders are upstream headers set by an on_request plugin.
+	extraHeaders map[string]string
 }
 
 type exclusionEntry struct {
@@ -112,6 +114,15 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 		return s.answerError(c, x, wire.InvalidRequest("body", err.Error()))
 	}
 	x.model, x.stream = req.Model, req.Stream
+	if model, e := s.onRequest(c, x, req.Model); e != nil {
+		return s.answerError(c, x, e)
+	} else if model != req.Model {
+		body = req.RewriteModel(body, model)
+		if req, err = wire.Parse(body); err != nil {
+			return s.answerError(c, x, wire.InvalidRequest("model", err.Error()))
+		}
+		x.model = model
+	}
 	res, ok := s.topo.Resolve(req.Model)
 	if !ok {
 		return s.answerError(c, x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
@@ -393,7 +404,7 @@ func (s *Server) pace(x *exchange, cd topology.Candidate, body []byte) {
 // connection's credential replaces the client's, and only an allowlist of
 // client headers is forwarded (never client keys, session or lease
 // headers).
-func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Candidate, body []byte, stream bool) (*http.Request, error) {
+func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Candidate, body []byte, stream bool, extra map[string]string) (*http.Request, error) {
 	var url string
 	if cd.Provider.Kind == topology.KindAnthropic {
 		url = cd.Provider.BaseURL + "/messages"
@@ -411,6 +422,13 @@ func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Can
 		h.Set("Accept", "text/event-stream")
 	} else {
 		h.Set("Accept", "application/json")
+	}
+	for k, v := range extra {
+		if v == "" {
+			h.Del(k)
+		} else {
+			h.Set(k, v)
+		}
 	}
 	if cd.Provider.Kind == topology.KindAnthropic {
 		h.Set("x-api-key", cd.Connection.APIKey)

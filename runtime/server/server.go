@@ -26,6 +26,8 @@ import (
 	"github.com/breakwater-dev/breakwater/engine/lease"
 	"github.com/breakwater-dev/breakwater/engine/strategy"
 	"github.com/breakwater-dev/breakwater/engine/usagewall"
+	"github.com/breakwater-dev/breakwater/plugins"
+	"github.com/breakwater-dev/breakwater/policies"
 	"github.com/breakwater-dev/breakwater/runtime/config"
 	"github.com/breakwater-dev/breakwater/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/runtime/metrics"
@@ -49,6 +51,12 @@ type Options struct {
 	Version string
 	// Clock defaults to the system clock.
 	Clock engine.Clock
+	// Policies is the failure classification pipeline (restate, classify,
+	// explain, operator rules); required.
+	Policies *policies.Pipeline
+	// Plugins is the WASM plugin host (on_request hook, admin API);
+	// required.
+	Plugins *plugins.Host
 	// Store holds leases and affinity pins; required.
 	Store engine.Store
 	// Metrics receives request, attempt and stream metrics; nil disables
@@ -79,6 +87,8 @@ type Server struct {
 	signals     *strategy.Signals
 	stratState  *strategy.StateStore
 	stopFlush   context.CancelFunc
+	policies    *policies.Pipeline
+	plugins     *plugins.Host
 	wall        *usagewall.Wall
 	// selfURL and internalToken let orchestrations call the gateway
 	// itself; selfClient is their HTTP client.
@@ -99,8 +109,8 @@ type Server struct {
 
 // New builds a Server; it opens no socket.
 func New(o Options) (*Server, error) {
-	if o.Config == nil || o.Topology == nil || o.Engine == nil || o.Logger == nil || o.Store == nil {
-		return nil, errors.New("server: Config, Topology, Engine, Store and Logger are required")
+	if o.Config == nil || o.Topology == nil || o.Engine == nil || o.Logger == nil || o.Store == nil || o.Policies == nil || o.Plugins == nil {
+		return nil, errors.New("server: Config, Topology, Engine, Store, Policies, Plugins and Logger are required")
 	}
 	if o.Clock == nil {
 		o.Clock = engine.SystemClock{}
@@ -130,6 +140,7 @@ func New(o Options) (*Server, error) {
 	s.reqPrefix = hex.EncodeToString(rnd[:]) + "-"
 	s.auth = newAuthenticator(o.Config)
 	s.store = o.Store
+	s.policies, s.plugins = o.Policies, o.Plugins
 	var admErrs []error
 	s.adm, admErrs = newAdmission(context.Background(), o.Config, o.Engine.Settings(), o.Store, osLookupEnv)
 	for _, err := range admErrs {

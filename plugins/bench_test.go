@@ -1,0 +1,71 @@
+package plugins
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/breakwater-dev/breakwater/plugins/abi"
+)
+
+// benchHost loads one guest for classify.
+func benchHost(b *testing.B, guestName string) *testHost {
+	b.Helper()
+	th := newTestHost(b, Options{})
+	if err := th.Load(context.Background(), []Spec{{Name: guestName, Path: guest(b, guestName), Hooks: []string{"classify"}}}); err != nil {
+		b.Fatal(err)
+	}
+	return th
+}
+
+func benchClassify(b *testing.B, th *testHost, in abi.ErrorInput) {
+	b.Helper()
+	ctx := context.Background()
+	if _, ok := th.Classify(ctx, in); !ok {
+		b.Fatal("no decision")
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := th.Classify(ctx, in); !ok {
+			b.Fatal("no decision")
+		}
+	}
+}
+
+// BenchmarkClassify is one pooled classify call on the example plugin, end
+// to end: host encode, pinned instance, guest decode, decision (with a
+// clock read and a log line), guest encode, host decode and validation.
+func BenchmarkClassify(b *testing.B) {
+	benchClassify(b, benchHost(b, "example"), acmeInput("0", "30"))
+}
+
+// BenchmarkClassifyMinimalGuest is the floor of a pooled SDK call: a guest
+// that decides without looking at its input beyond the model.
+func BenchmarkClassifyMinimalGuest(b *testing.B) {
+	in := acmeInput("0", "30")
+	in.Model = "plain"
+	benchClassify(b, benchHost(b, "faulty"), in)
+}
+
+// BenchmarkClassifyMaxBody is the worst case input: a JSON error body at
+// abi.MaxBodyBytes, full of escaped quotes.
+func BenchmarkClassifyMaxBody(b *testing.B) {
+	in := acmeInput("0", "30")
+	in.Model = "plain"
+	chunk := `{"error":{"message":"Quota \"exceeded\" for this plan","type":"insufficient_quota"}} `
+	in.Body = strings.Repeat(chunk, abi.MaxBodyBytes/len(chunk)+1)[:abi.MaxBodyBytes]
+	benchClassify(b, benchHost(b, "faulty"), in)
+}
+
+// BenchmarkClassifyNoPlugins is the cost of the hook when no plugin runs
+// it: what every failure pays when plugins are not configured.
+func BenchmarkClassifyNoPlugins(b *testing.B) {
+	th := newTestHost(b, Options{})
+	in := acmeInput("0", "30")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, ok := th.Classify(context.Background(), in); ok {
+			b.Fatal("decision without plugins")
+		}
+	}
+}

@@ -1,0 +1,130 @@
+package plugins
+
+import (
+	"context"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/breakwater-dev/breakwater/plugins/abi"
+)
+
+// instantiateHostModule provides abi.ImportModule in the plugin's runtime.
+// The functions run on the calling goroutine under the call's context, so a
+// slow store counts against the call's deadline.
+func (p *plugin) instantiateHostModule(ctx context.Context) error {
+	b := p.rt.NewHostModuleBuilder(abi.ImportModule)
+	for _, f := range []struct {
+		name string
+		fn   api.GoModuleFunc
+	}{
+		{abi.ImportLog, p.hostLog},
+		{abi.ImportKVGet, p.hostKVGet},
+		{abi.ImportKVSet, p.hostKVSet},
+		{abi.ImportNowMS, p.hostNowMS},
+	} {
+		sig, _ := abi.ImportSignature(f.name)
+		b.NewFunctionBuilder().
+			WithGoModuleFunction(f.fn, apiTypes(sig.Params), apiTypes(sig.Results)).
+			Export(f.name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// hostLog implements log(level, ptr, len): the message goes to the
+// plugin's logger, truncated to abi.MaxLogBytes.
+func (p *plugin) hostLog(_ context.Context, mod api.Module, stack []uint64) {
+	level, ptr, n := abi.LogLevel(api.DecodeI32(stack[0])), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	n = min(n, abi.MaxLogBytes)
+	msg, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		p.log.Warn("guest log message out of bounds", "ptr", ptr, "len", n)
+		return
+	}
+	p.log.Log(hclogLevel(level), string(msg))
+}
+
+func hclogLevel(l abi.LogLevel) hclog.Level {
+	if l < abi.LogTrace || l > abi.LogError {
+		return hclog.Info
+	}
+	return hclog.Level(l)
+}
+
+// kvKey returns the store key of a guest key, and false when the key is
+// empty, too long or out of bounds.
+func (p *plugin) kvKey(mod api.Module, ptr, n uint32) (string, bool) {
+	if n == 0 || n > abi.MaxKeyBytes {
+		return "", false
+	}
+	k, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		return "", false
+	}
+	return "plugin/" + p.name + "/" + string(k), true
+}
+
+// hostKVGet implements kv_get(key_ptr, key_len, buf_ptr, buf_cap) -> i32.
+func (p *plugin) hostKVGet(ctx context.Context, mod api.Module, stack []uint64) {
+	result := func(v int32) { stack[0] = api.EncodeI32(v) }
+	key, ok := p.kvKey(mod, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+	if !ok || p.store == nil {
+		result(abi.KVFailed)
+		return
+	}
+	val, found, err := p.store.Get(ctx, key)
+	switch {
+	case err != nil:
+		p.log.Warn("kv_get failed", "key", key, "error", err)
+		result(abi.KVFailed)
+		return
+	case !found:
+		result(abi.KVNotFound)
+		return
+	}
+	if len(val) <= int(api.DecodeU32(stack[3])) && !mod.Memory().Write(api.DecodeU32(stack[2]), val) {
+		result(abi.KVFailed)
+		return
+	}
+	result(int32(len(val)))
+}
+
+// hostKVSet implements kv_set(key_ptr, key_len, val_ptr, val_len, ttl_ms)
+// -> i32; an empty value deletes the key.
+func (p *plugin) hostKVSet(ctx context.Context, mod api.Module, stack []uint64) {
+	result := func(v int32) { stack[0] = api.EncodeI32(v) }
+	key, ok := p.kvKey(mod, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]))
+	n, ttl := api.DecodeU32(stack[3]), int64(stack[4])
+	if !ok || p.store == nil || n > abi.MaxValueBytes || ttl < 0 || ttl > maxTTLMillis {
+		result(abi.KVFailed)
+		return
+	}
+	var err error
+	if n == 0 {
+		err = p.store.Delete(ctx, key)
+	} else {
+		val, ok := mod.Memory().Read(api.DecodeU32(stack[2]), n)
+		if !ok {
+			result(abi.KVFailed)
+			return
+		}
+		// The view aliases guest memory; the store may keep the slice.
+		err = p.store.Put(ctx, key, append([]byte(nil), val...), time.Duration(ttl)*time.Millisecond)
+	}
+	if err != nil {
+		p.log.Warn("kv_set failed", "key", key, "error", err)
+		result(abi.KVFailed)
+		return
+	}
+	result(abi.KVOK)
+}
+
+// maxTTLMillis keeps a kv_set ttl within time.Duration.
+const maxTTLMillis = int64(1<<63-1) / int64(time.Millisecond)
+
+// hostNowMS implements now_ms() -> i64 from the host clock.
+func (p *plugin) hostNowMS(_ context.Context, _ api.Module, stack []uint64) {
+	stack[0] = uint64(p.clock.Now().UnixMilli())
+}

@@ -1,0 +1,3 @@
+module breakwater.test/raw
+
+go 1.26

@@ -1,0 +1,577 @@
+package policies
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hashicorp/go-hclog"
+	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/rego"
+
+	"github.com/breakwater-dev/breakwater/engine"
+)
+
+// Rule sources reported in Outcome.RuleSource and Explanation.Source.
+const (
+	SourceOperator = "operator"
+	SourcePlugin   = "plugin"
+	SourceBuiltin  = "builtin"
+	SourceDefault  = engine.DefaultRuleSource
+)
+
+// MaxBodyBytes bounds the body Rego policies and plugins see.
+const MaxBodyBytes = 64 << 10
+
+// Options configure New.
+type Options struct {
+	// Store persists the operator rules (OperatorRulesKey); nil keeps them
+	// in memory only.
+	Store engine.Store
+	// Dir holds operator .rego files (and their _test.rego). "" or a
+	// missing directory means none.
+	Dir string
+	// Plugins is the WASM plugin hook; nil means none.
+	Plugins PluginHook
+	// Logger defaults to a null logger.
+	Logger hclog.Logger
+	// Clock defaults to engine.SystemClock; it dates reloads and stands in
+	// for ErrorInput.Now when that is zero.
+	Clock engine.Clock
+}
+
+// Pipeline is the failure-path policy pipeline of RESILIENCE.md §10–§11:
+// it restates and classifies one failed upstream attempt into an
+// engine.Outcome. It is only called on the failure path, never on success.
+//
+// Restatement, first match wins: operator rules (OperatorRule with
+// RestateTo), operator .rego (data.breakwater.operator.restate), the
+// built-in catalogue (data.breakwater.restate), then the plugin's restate
+// hook, consulted only when no rule restated.
+//
+// Classification, with the restated status, first match wins: operator
+// rules, the plugin's classify hook, operator .rego
+// (data.breakwater.operator.classify), the built-in catalogue
+// (data.breakwater.classify), then engine.DefaultClassifier.
+//
+// One Rego evaluation gathers the decisions for the status as sent; after
+// a restatement a second one gathers the classifications for the restated
+// status (data.breakwater.pipeline). The Rego policies are compiled once
+// per revision into prepared queries, held behind an atomic pointer and
+// shared by every goroutine; a reload or a rules change swaps the pointer,
+// and an evaluation in flight finishes on the revision it started with.
+// Pipeline is goroutine-safe.
+type Pipeline struct {
+	log     hclog.Logger
+	clock   engine.Clock
+	store   engine.Store
+	dir     string
+	plugins PluginHook
+	builtin *builtinBundle
+	// fallback are the built-in-only queries, used when an evaluation of
+	// the serving revision fails (an operator policy erring at run time).
+	fallback queries
+
+	state atomic.Pointer[pipelineState]
+
+	// mu serialises the writers of state: Reload and SetOperatorRules.
+	mu       sync.Mutex
+	lastHash string // operator file set last attempted, guarded by mu
+	lastErr  error  // its result, guarded by mu
+
+	statusMu sync.RWMutex
+	attempt  reloadAttempt // guarded by statusMu
+
+	evalErrors       atomic.Uint64
+	invalidDecisions atomic.Uint64
+	pluginIgnored    atomic.Uint64
+	// reloaded, when set (tests), receives a value after each reload
+	// attempt the watcher makes.
+	reloaded chan struct{}
+}
+
+// pipelineState is one immutable revision of the pipeline.
+type pipelineState struct {
+	revision string
+	queries  queries
+	opFiles  []string // operator files serving
+	rules    []compiledRule
+	// warned is set once an evaluation error or an invalid decision of
+	// this revision was logged, so that a broken policy does not flood the
+	// log (Status counts them all).
+	warned *atomic.Bool
+}
+
+// queries are the prepared queries of one policy set, shared by every
+// goroutine.
+type queries struct {
+	// decisions gathers restatements and classifications for the status
+	// as sent (data.breakwater.pipeline.decisions).
+	decisions rego.PreparedEvalQuery
+	// classified gathers the classifications only, evaluated again with
+	// the restated status (data.breakwater.pipeline.classified).
+	classified rego.PreparedEvalQuery
+}
+
+// The pipeline queries.
+const (
+	decisionsQuery  = "data.breakwater.pipeline.decisions"
+	classifiedQuery = "data.breakwater.pipeline.classified"
+)
+
+// reloadAttempt records the last operator file load.
+type reloadAttempt struct {
+	files      []FileStatus
+	lastReload time.Time
+	lastError  string
+}
+
+var _ engine.Classifier = (*Pipeline)(nil)
+
+// New builds a pipeline: it loads the embedded bundle, the operator rules
+// persisted in o.Store and the operator files of o.Dir. A bad embedded
+// bundle, an unreadable store or invalid persisted rules are errors. An
+// operator file set that is rejected is not: it is logged and reported by
+// Status, and the pipeline serves the built-in policies (call Reload or
+// Watch to pick up a fix).
+func New(ctx context.Context, o Options) (*Pipeline, error) {
+	p := &Pipeline{
+		log:     o.Logger,
+		clock:   o.Clock,
+		store:   o.Store,
+		dir:     o.Dir,
+		plugins: o.Plugins,
+	}
+	if p.log == nil {
+		p.log = hclog.NewNullLogger()
+	}
+	p.log = p.log.Named("policies")
+	if p.clock == nil {
+		p.clock = engine.SystemClock{}
+	}
+	b, err := loadBuiltin()
+	if err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	p.builtin = b
+	if p.fallback, err = prepareQueries(ctx, b.policyModules(false)); err != nil {
+		return nil, fmt.Errorf("policies: built-in bundle %s: %w", b.revision, err)
+	}
+	rules, err := loadOperatorRules(ctx, o.Store)
+	if err != nil {
+		return nil, fmt.Errorf("policies: %w", err)
+	}
+	p.state.Store(&pipelineState{
+		revision: b.revision,
+		queries:  p.fallback,
+		rules:    rules,
+		warned:   new(atomic.Bool),
+	})
+	if err := p.Reload(ctx); err != nil {
+		p.log.Error("operator policies rejected; serving the built-in policies", "dir", p.dir, "error", err)
+	}
+	return p, nil
+}
+
+// prepareQueries compiles modules once and prepares the pipeline queries.
+func prepareQueries(ctx context.Context, modules map[string]*ast.Module) (queries, error) {
+	c := newCompiler(false)
+	if c.Compile(modules); c.Failed() {
+		return queries{}, c.Errors
+	}
+	var q queries
+	for _, x := range []struct {
+		query string
+		pq    *rego.PreparedEvalQuery
+	}{{decisionsQuery, &q.decisions}, {classifiedQuery, &q.classified}} {
+		pq, err := rego.New(rego.Query(x.query), rego.Compiler(c)).PrepareForEval(ctx)
+		if err != nil {
+			return queries{}, fmt.Errorf("prepare %s: %w", x.query, err)
+		}
+		*x.pq = pq
+	}
+	return q, nil
+}
+
+// Revision returns the serving revision: the built-in bundle's revision,
+// plus "+operator." and a digest of the operator files when there are any.
+func (p *Pipeline) Revision() string { return p.state.Load().revision }
+
+// Classify restates and classifies one failed upstream attempt (see
+// Pipeline). The Outcome starts from engine.DefaultClassifier's outcome for
+// the restated status; a matching rule overlays its reason, scope and
+// cooldown (CooldownHint), and Retryable and Permanent follow the rule's
+// reason. RuleID and RuleSource name the deciding rule; RestatedFrom and
+// ClientRetryAfter describe a restatement (an upstream retry hint beats the
+// rule's default Retry-After). Transport errors skip the rules.
+func (p *Pipeline) Classify(in engine.ErrorInput) engine.Outcome {
+	o, _ := p.run(in, nil)
+	return o
+}
+
+// decision is one rule's classification.
+type decision struct {
+	source   string
+	id       string
+	reason   engine.Reason
+	scope    engine.Scope
+	cooldown time.Duration
+}
+
+// restatement is one rule's restatement.
+type restatement struct {
+	source     string
+	id         string
+	to         int
+	retryAfter time.Duration // the default told to the client
+}
+
+// regoResult is the decoded result of a pipeline query.
+type regoResult struct {
+	operatorRestate, builtinRestate map[string]any
+	// restating reports that a restatement was proposed, so the
+	// classifications were left out.
+	restating         bool
+	operator, builtin map[string]any
+}
+
+// run is Classify with an optional trace for Explain.
+func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decision) {
+	if in.TransportErr != nil || in.Status == 0 {
+		o := engine.DefaultClassifier{}.Classify(in)
+		tr.addf("transport error or no status: rules skipped")
+		tr.addf("default: %s → %s", o.RuleID, describe(o.Reason, o.Scope, 0))
+		return o, nil
+	}
+	st := p.state.Load()
+	ctx := context.Background()
+	original := in.Status
+	view := &errorView{in: &in, original: original, status: original}
+	now := in.Now
+	if now.IsZero() {
+		now = p.clock.Now()
+	}
+	tr.addf("input: provider=%s status=%d body=%d bytes", in.Provider, original, len(in.Body))
+
+	// Restatement: operator rules; then one evaluation gathering the Rego
+	// decisions for the status as sent; then the plugin. After a
+	// restatement the Rego classifications are gathered again for the
+	// restated status.
+	var rs *restatement
+	for i := range st.rules {
+		c := &st.rules[i]
+		if c.RestateTo != 0 && c.RestateTo != original && c.matches(view, true) {
+			rs = &restatement{source: SourceOperator, id: c.ID, to: c.RestateTo, retryAfter: c.cooldown}
+			break
+		}
+	}
+	tr.restate("operator rules", rs, original)
+	var rr regoResult
+	if rs != nil {
+		tr.addf("restate rego: skipped, already restated")
+		rr = p.eval(ctx, st, false, &in, rs.to, original, now, tr)
+	} else {
+		rr = p.eval(ctx, st, true, &in, original, original, now, tr)
+		rs = p.regoRestatement(st, SourceOperator, rr.operatorRestate, original, tr)
+		if rs == nil {
+			rs = p.regoRestatement(st, SourceBuiltin, rr.builtinRestate, original, tr)
+		}
+		tr.restate("rego", rs, original)
+		switch {
+		case rs != nil:
+			tr.addf("restate plugin: skipped, already restated")
+		case p.plugins == nil:
+			tr.addf("restate plugin: no plugin hook")
+		default:
+			rs = p.pluginRestate(ctx, &in, original)
+			tr.restate("plugin", rs, original)
+		}
+		switch {
+		case rs != nil:
+			rr = p.eval(ctx, st, false, &in, rs.to, original, now, tr)
+		case rr.restating:
+			// The proposed restatements were invalid or a no-op: classify
+			// the status as sent.
+			rr = p.eval(ctx, st, false, &in, original, original, now, tr)
+		}
+	}
+	status := original
+	if rs != nil {
+		status = rs.to
+	}
+	view.status = status
+
+	// Classification.
+	var d *decision
+	for i := range st.rules {
+		c := &st.rules[i]
+		if c.reason != "" && c.matches(view, false) {
+			d = &decision{source: SourceOperator, id: c.ID, reason: c.reason, scope: c.scope, cooldown: c.cooldown}
+			break
+		}
+	}
+	tr.classify("operator rules", d)
+	if d == nil {
+		if p.plugins == nil {
+			tr.addf("classify plugin: no plugin hook")
+		} else {
+			d = p.pluginClassify(ctx, &in, status, tr)
+			tr.classify("plugin", d)
+		}
+	}
+	if d == nil {
+		d = p.regoDecision(st, SourceOperator, rr.operator, tr)
+		tr.classify("operator rego", d)
+	}
+	if d == nil {
+		d = p.regoDecision(st, SourceBuiltin, rr.builtin, tr)
+		tr.classify("builtin rego", d)
+	}
+
+	// The Outcome.
+	din := in
+	din.Status = status
+	o := engine.DefaultClassifier{}.Classify(din)
+	o.UpstreamStatus = original
+	if rs != nil {
+		o.RestatedFrom = original
+		o.ClientRetryAfter = rs.retryAfter
+		if o.RetryHint > 0 {
+			o.ClientRetryAfter = o.RetryHint
+		}
+	}
+	if d == nil {
+		tr.addf("default: %s → %s", o.RuleID, describe(o.Reason, o.Scope, 0))
+		return o, nil
+	}
+	applyDecision(&o, d)
+	return o, d
+}
+
+// applyDecision overlays rule decision d on outcome o.
+func applyDecision(o *engine.Outcome, d *decision) {
+	o.Reason, o.Scope, o.CooldownHint = d.reason, d.scope, min(d.cooldown, engine.MaxUpstreamHint)
+	o.RuleID, o.RuleSource = d.id, d.source
+	o.Retryable, o.Permanent = true, false
+	switch d.reason {
+	case engine.ReasonBadRequest:
+		o.Retryable = false
+	case engine.ReasonBanned, engine.ReasonExpired:
+		o.Permanent = true
+	case engine.ReasonCreditsExhausted:
+		// A rule's cooldown makes credits a self-healing window (the
+		// engine cools instead of entering the terminal state).
+		o.Permanent = d.cooldown <= 0
+	}
+}
+
+// defaultScope is the scope of a rule decision that names none.
+func defaultScope(r engine.Reason) engine.Scope {
+	switch r {
+	case engine.ReasonNotFound:
+		return engine.ScopeModel
+	case engine.ReasonTransient, engine.ReasonServerError:
+		return engine.ScopeProvider
+	case engine.ReasonBadRequest:
+		return engine.ScopeNone
+	}
+	return engine.ScopeConnection
+}
+
+// eval gathers the Rego decisions of revision st for in with status: the
+// decisions for the status as sent (decisionsQuery) when full, else the
+// classifications only (classifiedQuery, with input.restated true when
+// status differs from original). There is no deadline: Rego
+// always terminates, the policies cannot reach the network, and a context
+// with a deadline costs a goroutine per evaluation. On an evaluation error
+// it falls back to the built-in-only queries.
+func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, in *engine.ErrorInput, status, original int, now time.Time, tr *tracer) regoResult {
+	input := regoInput(in, status, original, status != original, now)
+	pick := func(q queries) rego.PreparedEvalQuery {
+		if full {
+			return q.decisions
+		}
+		return q.classified
+	}
+	rs, err := pick(st.queries).Eval(ctx, rego.EvalParsedInput(input))
+	if err != nil {
+		p.evalErrors.Add(1)
+		tr.addf("rego: evaluation of revision %s failed (%v); built-in policies only", st.revision, err)
+		if st.warned.CompareAndSwap(false, true) {
+			p.log.Error("policy evaluation failed; falling back to the built-in policies (logged once per revision)",
+				"revision", st.revision, "error", err)
+		}
+		if rs, err = pick(p.fallback).Eval(ctx, rego.EvalParsedInput(input)); err != nil {
+			p.log.Error("built-in policy evaluation failed", "error", err)
+			return regoResult{}
+		}
+	}
+	return decodeResult(rs)
+}
+
+// inputKeys are the input document's keys, built once.
+var inputKeys = struct {
+	provider, connection, model, profile, status, originalStatus, restated,
+	headers, errorObj, code, typ, body, text, nowMS *ast.Term
+}{
+	ast.StringTerm("provider"), ast.StringTerm("connection"), ast.StringTerm("model"),
+	ast.StringTerm("profile"), ast.StringTerm("status"), ast.StringTerm("original_status"),
+	ast.StringTerm("restated"), ast.StringTerm("headers"), ast.StringTerm("error"),
+	ast.StringTerm("code"), ast.StringTerm("type"), ast.StringTerm("body"),
+	ast.StringTerm("text"), ast.StringTerm("now_ms"),
+}
+
+// regoInput builds the input document (see the package documentation).
+// text is the lower-cased bounded body, error code and type, joined by
+// spaces: data.breakwater.lib.text.
+func regoInput(in *engine.ErrorInput, status, original int, restated bool, now time.Time) ast.Value {
+	k := &inputKeys
+	hdr := ast.NewObject()
+	for name, v := range in.Headers {
+		hdr.Insert(ast.StringTerm(strings.ToLower(name)), ast.StringTerm(v))
+	}
+	body := boundBody(in.Body)
+	text := strings.ToLower(body + " " + in.ErrorCode + " " + in.ErrorType)
+	return ast.NewObject(
+		[2]*ast.Term{k.provider, ast.StringTerm(in.Provider)},
+		[2]*ast.Term{k.connection, ast.StringTerm(in.Connection)},
+		[2]*ast.Term{k.model, ast.StringTerm(in.Model)},
+		[2]*ast.Term{k.profile, ast.StringTerm(string(in.Profile))},
+		[2]*ast.Term{k.status, ast.InternedTerm(status)},
+		[2]*ast.Term{k.originalStatus, ast.InternedTerm(original)},
+		[2]*ast.Term{k.restated, ast.InternedTerm(restated)},
+		[2]*ast.Term{k.headers, ast.NewTerm(hdr)},
+		[2]*ast.Term{k.errorObj, ast.ObjectTerm(
+			[2]*ast.Term{k.code, ast.StringTerm(in.ErrorCode)},
+			[2]*ast.Term{k.typ, ast.StringTerm(in.ErrorType)},
+		)},
+		[2]*ast.Term{k.body, ast.StringTerm(body)},
+		[2]*ast.Term{k.text, ast.StringTerm(text)},
+		[2]*ast.Term{k.nowMS, ast.IntNumberTerm(int(now.UnixMilli()))},
+	)
+}
+
+// boundBody cuts body to MaxBodyBytes on a rune boundary.
+func boundBody(body string) string {
+	if len(body) <= MaxBodyBytes {
+		return body
+	}
+	cut := MaxBodyBytes
+	for cut > 0 && !utf8.RuneStart(body[cut]) {
+		cut--
+	}
+	return body[:cut]
+}
+
+// decodeResult reads a pipeline query's result.
+func decodeResult(rs rego.ResultSet) regoResult {
+	var out regoResult
+	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
+		return out
+	}
+	m, _ := rs[0].Expressions[0].Value.(map[string]any)
+	out.operatorRestate, _ = m["operator_restate"].(map[string]any)
+	out.builtinRestate, _ = m["builtin_restate"].(map[string]any)
+	out.restating, _ = m["restating"].(bool)
+	out.operator, _ = m["operator"].(map[string]any)
+	out.builtin, _ = m["builtin"].(map[string]any)
+	return out
+}
+
+// regoRestatement validates a Rego restate decision {id, to_status,
+// retry_after_ms}: to_status must be an HTTP status, retry_after_ms
+// (optional) not negative; one equal to original is no restatement. An
+// invalid one is counted, logged and ignored.
+func (p *Pipeline) regoRestatement(st *pipelineState, source string, m map[string]any, original int, tr *tracer) *restatement {
+	if m == nil {
+		return nil
+	}
+	id, _ := m["id"].(string)
+	if id == "" {
+		id = source + ".restate"
+	}
+	to, okTo := asInt(m["to_status"])
+	ms, okMS := int64(0), true
+	if v, present := m["retry_after_ms"]; present {
+		ms, okMS = asInt(v)
+	}
+	if !okTo || to < 100 || to > 599 || !okMS || ms < 0 {
+		p.invalid(st, tr, "restate", source, id, fmt.Sprintf("to_status %v, retry_after_ms %v", m["to_status"], m["retry_after_ms"]))
+		return nil
+	}
+	if int(to) == original {
+		return nil
+	}
+	return &restatement{source: source, id: id, to: int(to), retryAfter: time.Duration(ms) * time.Millisecond}
+}
+
+// regoDecision validates a Rego classify decision {id, reason, scope,
+// cooldown_ms}: a known reason, a known scope (or none: the reason's
+// usual scope), a cooldown_ms (optional) not negative. An invalid one is
+// counted, logged and ignored.
+func (p *Pipeline) regoDecision(st *pipelineState, source string, m map[string]any, tr *tracer) *decision {
+	if m == nil {
+		return nil
+	}
+	id, _ := m["id"].(string)
+	if id == "" {
+		id = source + ".rego"
+	}
+	rs, _ := m["reason"].(string)
+	ss, _ := m["scope"].(string)
+	ms, msOK := int64(0), true
+	if v, present := m["cooldown_ms"]; present {
+		ms, msOK = asInt(v)
+	}
+	reason, okR := validReason(rs)
+	scope, okS := validScope(ss)
+	if ss == "" {
+		scope, okS = defaultScope(reason), true
+	}
+	if !okR || !okS || !msOK || ms < 0 {
+		p.invalid(st, tr, "classify", source, id, fmt.Sprintf("reason %q, scope %q, cooldown_ms %v", rs, ss, m["cooldown_ms"]))
+		return nil
+	}
+	return &decision{source: source, id: id, reason: reason, scope: scope, cooldown: time.Duration(ms) * time.Millisecond}
+}
+
+// invalid counts, traces and logs (once per revision) an invalid policy
+// decision.
+func (p *Pipeline) invalid(st *pipelineState, tr *tracer, kind, source, id, what string) {
+	p.invalidDecisions.Add(1)
+	tr.addf("%s %s rego: invalid decision %s ignored (%s)", kind, source, id, what)
+	if st.warned.CompareAndSwap(false, true) {
+		p.log.Warn("ignoring an invalid policy decision (logged once per revision)",
+			"revision", st.revision, "kind", kind, "source", source, "rule", id, "decision", what)
+	}
+}
+
+// asInt reads a JSON number produced by OPA.
+func asInt(v any) (int64, bool) {
+	switch n := v.(type) {
+	case json.Number:
+		if i, err := n.Int64(); err == nil {
+			return i, true
+		}
+		f, err := n.Float64()
+		if err != nil || f != float64(int64(f)) {
+			return 0, false
+		}
+		return int64(f), true
+	case float64:
+		if n != float64(int64(n)) {
+			return 0, false
+		}
+		return int64(n), true
+	case int:
+		return int64(n), true
+	case int64:
+		return n, true
+	}
+	return 0, false
+}
