@@ -6,12 +6,11 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
-	"github.com/breakwater-dev/breakwater/runtime/store/memstore"
 )
 
 // acmeInput is a 429 carrying the example plugin's quota headers.
@@ -79,7 +78,7 @@ func TestExamplePluginClassifies(t *testing.T) {
 }
 
 func TestExamplePluginReloadAndUnload(t *testing.T) {
-	th := newTestHost(t, Options{Store: memstore.New(engine.NewFakeClock(testNow))})
+	th := newTestHost(t, Options{})
 	ctx := context.Background()
 	path := filepath.Join(t.TempDir(), "rules.wasm")
 	copyFile(t, guest(t, "example"), path)
@@ -102,7 +101,7 @@ func TestExamplePluginReloadAndUnload(t *testing.T) {
 	}
 
 	// Replacing the file and reloading switches to the new guest.
-	copyFile(t, guest(t, "echo"), path)
+	copyFile(t, guest(t, "faulty"), path)
 	if err := th.Reload(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -110,8 +109,8 @@ func TestExamplePluginReloadAndUnload(t *testing.T) {
 	if st.SHA256 == first.SHA256 || st.Calls != 0 || !st.LoadedAt.Equal(testNow.Add(time.Minute)) {
 		t.Fatalf("after Reload: %+v, want a new sha256, calls 0, loaded_at +1m", st)
 	}
-	if d, ok := th.Classify(ctx, acmeInput("0", "30")); !ok || d.Reason != "transient" {
-		t.Fatalf("Classify after reload = %+v, %v; want the echo guest's transient decision", d, ok)
+	if d, ok := th.Classify(ctx, acmeInput("0", "30")); !ok || d.RuleID != "faulty.ok" {
+		t.Fatalf("Classify after reload = %+v, %v; want the faulty guest's decision", d, ok)
 	}
 
 	// A broken file fails the reload and keeps the running version.
@@ -122,7 +121,7 @@ func TestExamplePluginReloadAndUnload(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `plugin "rules"`) || !strings.Contains(err.Error(), "compile") {
 		t.Fatalf("Reload of a broken file = %v, want a compile error naming the plugin", err)
 	}
-	if d, ok := th.Classify(ctx, acmeInput("0", "30")); !ok || d.Reason != "transient" {
+	if d, ok := th.Classify(ctx, acmeInput("0", "30")); !ok || d.RuleID != "faulty.ok" {
 		t.Fatalf("Classify after a failed reload = %+v, %v; want the previous version to keep serving", d, ok)
 	}
 	if st := th.status(t, "rules"); !strings.Contains(st.LastError, "compile") {
@@ -145,37 +144,41 @@ func TestExamplePluginReloadAndUnload(t *testing.T) {
 }
 
 // TestConcurrentCallsAndReload runs hooks from many goroutines while the
-// plugin set is reloaded, and checks every answer and the call count.
+// plugin set is reloaded; some calls trap, so instances are discarded and
+// replaced under load. It checks every answer and the counters.
 func TestConcurrentCallsAndReload(t *testing.T) {
 	th := newTestHost(t, Options{MaxIdleInstances: 2})
 	ctx := context.Background()
-	ex := guest(t, "example")
-	faulty := guest(t, "faulty")
-	specs := []Spec{{Name: "faulty", Path: faulty, Hooks: []string{"classify"}},
-		{Name: "acme", Path: ex, Hooks: []string{"classify"}}}
+	specs := []Spec{{Name: "faulty", Path: guest(t, "faulty"), Hooks: []string{"classify"}},
+		{Name: "acme", Path: guest(t, "example"), Hooks: []string{"classify"}}}
 	if err := th.Load(ctx, specs); err != nil {
 		t.Fatal(err)
 	}
 	const workers, perWorker = 6, 25
 	var wg sync.WaitGroup
-	errs := make(chan string, workers*perWorker)
+	var panics atomic.Uint64
+	errs := make(chan string, workers*perWorker+3)
 	for w := range workers {
 		wg.Go(func() {
 			for i := range perWorker {
 				in := acmeInput("0", "30")
 				in.Model = "pass" // faulty declines; the example decides
 				want := "acme.quota_header"
-				if (w+i)%5 == 0 {
+				switch n := w*perWorker + i; {
+				case n%5 == 0:
 					in.Model = "plain" // faulty decides first
 					want = "faulty.ok"
+				case n%7 == 0:
+					in.Model = "panic" // faulty traps; the example decides
+					panics.Add(1)
 				}
 				if d, ok := th.Classify(ctx, in); !ok || d.RuleID != want {
-					errs <- "got " + d.RuleID + ", want " + want
+					errs <- in.Model + ": got " + d.RuleID + ", want " + want
 				}
 			}
 		})
 	}
-	// Reload with an unchanged file list while calls run: nothing changes.
+	// Reload with unchanged files while calls run: nothing changes.
 	wg.Go(func() {
 		for range 3 {
 			if err := th.Reload(ctx); err != nil {
@@ -188,9 +191,12 @@ func TestConcurrentCallsAndReload(t *testing.T) {
 	for e := range errs {
 		t.Error(e)
 	}
-	total := th.status(t, "faulty").Calls
-	if total != workers*perWorker {
-		t.Errorf("faulty calls = %d, want %d", total, workers*perWorker)
+	st := th.status(t, "faulty")
+	if st.Calls != workers*perWorker || st.Errors != panics.Load() || panics.Load() == 0 {
+		t.Errorf("faulty calls, errors = %d, %d; want %d, %d", st.Calls, st.Errors, workers*perWorker, panics.Load())
+	}
+	if st := th.status(t, "acme"); st.Errors != 0 {
+		t.Errorf("acme errors = %d, want 0", st.Errors)
 	}
 	if got := len(th.set.Load().byName["acme"].pool); got > 2 {
 		t.Errorf("idle instances = %d, want at most MaxIdleInstances 2", got)

@@ -17,6 +17,7 @@ import (
 // echo guest: every fault is counted, logged and skipped, and the next
 // plugin (standing in for the built-in decision) still answers.
 func TestFaultyPluginFallsThrough(t *testing.T) {
+	skipUnderRace(t)
 	th := newTestHost(t, Options{
 		Store:       memstore.New(engine.NewFakeClock(testNow)),
 		CallTimeout: 300 * time.Millisecond, // the loop case waits this long

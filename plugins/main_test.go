@@ -127,8 +127,10 @@ func buildGuests() {
 	}
 }
 
-// skipUnderRace skips a test whose extra guests would each cost a slow
-// compile under the race detector. The concurrency tests never skip.
+// skipUnderRace skips a sequential test under the race detector, where
+// each extra guest costs a compile about ten times slower. The tests using
+// only the example and faulty guests (among them the concurrency test)
+// always run.
 func skipUnderRace(t *testing.T) {
 	t.Helper()
 	if raceEnabled {

@@ -220,6 +220,7 @@ func describe(in abi.ErrorInput) string {
 // answer type (SDK encode, abi decode). It also covers the KV, clock and
 // log host functions and the host's input hygiene.
 func TestSDKRoundTripThroughGuest(t *testing.T) {
+	skipUnderRace(t)
 	clock := engine.NewFakeClock(testNow)
 	store := memstore.New(clock)
 	th := newTestHost(t, Options{Store: store, Clock: clock})

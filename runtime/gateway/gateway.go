@@ -75,7 +75,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 			_ = st.Close()
 		}
 	}()
-	host, err := plugins.NewHost(ctx, plugins.Options{Logger: o.Logger.Named("plugin"), CacheDir: pluginCacheDir(cfg), Store: st, Clock: o.Clock})
+	host, err := plugins.NewHost(ctx, plugins.Options{Logger: o.Logger, CacheDir: pluginCacheDir(cfg), Store: st, Clock: o.Clock})
 	if err != nil {
 		return nil, fmt.Errorf("starting the plugin host: %w", err)
 	}
