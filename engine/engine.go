@@ -627,6 +627,13 @@ func (e *Engine) Settings() Settings {
 	return e.settings.Load().Clone()
 }
 
+// CurrentSettings returns the live settings without copying, for the
+// request hot path. The value is shared and must not be modified; an
+// update replaces it as a whole, so a caller keeps a consistent view.
+func (e *Engine) CurrentSettings() *Settings {
+	return e.settings.Load()
+}
+
 // UpdateSettings applies a JSON merge patch to the current settings (see
 // ApplyPatch), persists the accumulated patch under SettingsKey and
 // reconfigures the breakers. Precedence: Options.Settings < every patch

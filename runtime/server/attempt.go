@@ -191,7 +191,7 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 
 // relayConfig is the stream relay configuration of one attempt.
 func (s *Server) relayConfig(x *exchange, cd topology.Candidate) relay.Config {
-	st := s.eng.Settings().StreamRecovery
+	st := s.eng.CurrentSettings().StreamRecovery
 	tw := st.ThroughputWatchdog
 	return relay.Config{
 		ClientFormat:   watchdogFormat(x.format == wire.FormatAnthropic),

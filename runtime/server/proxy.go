@@ -174,7 +174,7 @@ func (s *Server) plan(c *fiber.Ctx, x *exchange, cands []topology.Candidate) []t
 		cands = kept
 		moveFirst(cands, x.lease.lease.Connection)
 	}
-	if ttl := s.eng.Settings().SessionAffinityTTLMS; ttl > 0 {
+	if ttl := s.eng.CurrentSettings().SessionAffinityTTLMS; ttl > 0 {
 		if x.session != "" {
 			if ref, ok := s.pins.Get(c.UserContext(), x.session); ok {
 				x.pinned = ref
@@ -206,7 +206,7 @@ func moveFirst(cands []topology.Candidate, ref string) {
 
 // dispatch tries the candidates in order until one answers.
 func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cands []topology.Candidate) error {
-	st := s.eng.Settings()
+	st := s.eng.CurrentSettings()
 	maxAttempts := st.MaxAttemptsPerRequest
 	if maxAttempts <= 0 {
 		maxAttempts = 10
@@ -354,7 +354,7 @@ func (s *Server) affinitySucceeded(x *exchange, cd topology.Candidate) {
 	if x.session == "" {
 		return
 	}
-	ttl := time.Duration(s.eng.Settings().SessionAffinityTTLMS) * time.Millisecond
+	ttl := time.Duration(s.eng.CurrentSettings().SessionAffinityTTLMS) * time.Millisecond
 	if err := s.pins.Pin(context.Background(), x.session, cd.Connection.Ref, ttl); err != nil {
 		s.log.Warn("pinning an affinity session", "error", err)
 	}
@@ -631,6 +631,9 @@ func (s *Server) logAccess(x *exchange, status int, code string) {
 		}
 		model := x.routedModel()
 		s.metrics.Request(endpoint, provider, model, status, code, x.attempts, total, x.upstreamTime)
+	}
+	if !s.access.IsInfo() {
+		return
 	}
 	s.access.Info("request", "request_id", x.id, "model", x.model, "provider", provider, "connection", conn,
 		"attempts", x.attempts, "status", status, "code", code, "stream", x.stream,
