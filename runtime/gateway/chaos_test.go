@@ -421,6 +421,7 @@ func TestChaosZeroClientFailuresWhileBreakersOpenAndRecover(t *testing.T) {
 					}
 				}
 				mu.Unlock()
+				time.Sleep(2 * time.Millisecond) // a client, not a CPU hog
 			}
 		}()
 	}

@@ -380,6 +380,8 @@ func TestMetricsEndpoint(t *testing.T) {
 		`breakwater_breaker_state{provider="alpha"} 0`,
 		`breakwater_attempts_per_request_bucket{le="2"} 1`,
 		"breakwater_gateway_overhead_seconds_count 1",
+		`breakwater_policy_decisions_total{reason="transient",source="default"} 1`,
+		`breakwater_admission_running{connection="a1",provider="alpha"} 0`,
 	} {
 		if !strings.Contains(text, want) {
 			t.Errorf("metrics lack %s", want)

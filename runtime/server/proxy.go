@@ -461,7 +461,11 @@ func (s *Server) recordFailure(x *exchange, cd topology.Candidate, status int, h
 		Now:          s.clock.Now(),
 	}
 	in.ErrorCode, in.ErrorType = errorFields(body)
+	t0 := time.Now()
 	o := s.eng.Classify(in)
+	if s.metrics != nil {
+		s.metrics.PolicyDecision(o.RuleSource, string(o.Reason), time.Since(t0))
+	}
 	if err := s.eng.RecordFailure(context.Background(), o); err != nil {
 		s.log.Error("recording attempt outcome", "provider", cd.Provider.ID, "connection", cd.Connection.ID, "error", err)
 	}

@@ -159,6 +159,10 @@ func New(o Options) (*Server, error) {
 	fctx, stop := context.WithCancel(context.Background())
 	s.stopFlush, s.flushDone = stop, make(chan struct{})
 	go func() { defer close(s.flushDone); s.flushStrategyState(fctx) }()
+	if s.metrics != nil {
+		s.metrics.RegisterAdmission(s.adm.Snapshot)
+		s.metrics.RegisterPlugins(s.plugins.List)
+	}
 	s.leases = lease.New(o.Store, o.Clock, lease.Options{})
 	s.pins = affinity.New(o.Store, o.Clock)
 	for _, k := range o.Config.Keys {
