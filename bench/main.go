@@ -2,8 +2,12 @@
 // and the gateway as child processes on loopback, then measures — in one
 // run, side by side — a direct call to the mock against the same call
 // through the gateway: fixed-rate (open-loop) latency, closed-loop maximum
-// throughput, streaming time to first byte, and the gateway's memory. It
-// writes OUT/latest.md and OUT/latest.json and prints the markdown.
+// throughput, streaming time to first byte, and the gateway's memory. Then,
+// with a second gateway in front of a hard-down provider and a flaky one,
+// the same comparison under fire (client success, upstream attempts per
+// success, added latency, calls to a provider whose breaker is open) and
+// the time a recovered provider takes to get traffic again. It writes
+// OUT/latest.md and OUT/latest.json and prints the markdown.
 //
 //	go run ./bench -bin ./bin/breakwater -out bench/results [-quick]
 package main
@@ -44,6 +48,14 @@ type options struct {
 	settle            time.Duration
 	skipOpen, skipMax bool
 	skipStream        bool
+	fireRate          float64
+	fireDuration      time.Duration
+	fireRetryHeader   string
+	breakerReset      time.Duration
+	firePoll          time.Duration
+	recoveryMax       time.Duration
+	skipFire          bool
+	skipRecovery      bool
 }
 
 func main() { os.Exit(run(os.Args[1:])) }
@@ -69,7 +81,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench:", runErr)
 		return 1
 	}
-	if opts.strict && failed(rep.Budgets) {
+	if opts.strict && (failed(rep.Budgets) || failed(rep.ProofBudgets)) {
 		fmt.Fprintln(os.Stderr, "bench: a budget failed (-strict)")
 		return 1
 	}
@@ -81,7 +93,7 @@ func parseFlags(args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.StringVar(&o.bin, "bin", "./bin/breakwater", "breakwater binary (runs `mock` and `serve`)")
 	fs.StringVar(&o.out, "out", "bench/results", "directory for latest.md and latest.json")
-	fs.BoolVar(&o.quick, "quick", false, "smoke run of about 30 s (short durations unless set explicitly)")
+	fs.BoolVar(&o.quick, "quick", false, "smoke run of about 45 s (short durations unless set explicitly)")
 	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a budget fails")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configuration, logs, Badger data)")
 	rates := fs.String("rates", "500,2000", "comma-separated open-loop rates, req/s")
@@ -100,6 +112,14 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.skipOpen, "skip-open", false, "skip the fixed-rate scenario")
 	fs.BoolVar(&o.skipMax, "skip-throughput", false, "skip the max-throughput scenario")
 	fs.BoolVar(&o.skipStream, "skip-stream", false, "skip the streaming scenario")
+	fs.Float64Var(&o.fireRate, "fire-rate", 50, "under fire: open-loop rate, req/s (half of them streams)")
+	fs.DurationVar(&o.fireDuration, "fire-duration", 20*time.Second, "under fire: measured time of each target")
+	fs.StringVar(&o.fireRetryHeader, "fire-retry-header", "Retry-After: 1", "under fire: the header of the flaky provider's 429s (`Name: value`)")
+	fs.DurationVar(&o.breakerReset, "breaker-reset", 5*time.Second, "under fire: the gateway's apikey breaker reset timeout (default of the gateway: 30s)")
+	fs.DurationVar(&o.firePoll, "fire-poll", 50*time.Millisecond, "under fire: how often the breakers and the mock's counters are read")
+	fs.DurationVar(&o.recoveryMax, "recovery-max", 30*time.Second, "recovery: longest load after the down provider comes back")
+	fs.BoolVar(&o.skipFire, "skip-fire", false, "skip the under-fire and recovery scenarios")
+	fs.BoolVar(&o.skipRecovery, "skip-recovery", false, "skip the recovery scenario")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -114,6 +134,9 @@ func parseFlags(args []string) (options, error) {
 			"warmup":              func() { o.warmup = 500 * time.Millisecond },
 			"throughput-duration": func() { o.throughputDur = 3 * time.Second },
 			"stream-duration":     func() { o.streamDuration = 2 * time.Second },
+			"fire-duration":       func() { o.fireDuration = 3 * time.Second },
+			"breaker-reset":       func() { o.breakerReset = 2 * time.Second },
+			"recovery-max":        func() { o.recoveryMax = 5 * time.Second },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -138,6 +161,14 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("durations and -timeout must be > 0")
 	case o.warmup < 0, o.streamInterval < 0, o.settle < 0:
 		return o, errors.New("-warmup, -stream-interval and -settle must be ≥ 0")
+	case o.fireRate <= 0, o.fireDuration <= 0, o.firePoll <= 0, o.recoveryMax <= 0:
+		return o, errors.New("-fire-rate, -fire-duration, -fire-poll and -recovery-max must be > 0")
+	case o.breakerReset < time.Second || o.breakerReset > 24*time.Hour:
+		return o, errors.New("-breaker-reset must be within 1s..24h (the gateway clamps it so)")
+	}
+	if name, value, ok := strings.Cut(o.fireRetryHeader, ":"); !ok || strings.TrimSpace(name) == "" || strings.TrimSpace(value) == "" ||
+		strings.ContainsAny(name, " \t") {
+		return o, fmt.Errorf("-fire-retry-header %q: want `Name: value`", o.fireRetryHeader)
 	}
 	return o, nil
 }
@@ -182,6 +213,12 @@ func newReport(o options) *Report {
 			OpenLoopConnections:   o.openConns,
 			TimeoutSeconds:        o.timeout.Seconds(),
 			MaxInFlight:           o.maxInFlight,
+			FireRatePerS:          o.fireRate,
+			FireSeconds:           o.fireDuration.Seconds(),
+			FireRetryHeader:       o.fireRetryHeader,
+			BreakerResetMS:        o.breakerReset.Milliseconds(),
+			FirePollMS:            float64(o.firePoll) / float64(time.Millisecond),
+			RecoveryMaxSeconds:    o.recoveryMax.Seconds(),
 		},
 	}
 }

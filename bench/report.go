@@ -47,8 +47,13 @@ type Report struct {
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
 	Streaming  *StreamingResult  `json:"streaming,omitempty"`
 	Memory     *MemoryResult     `json:"memory,omitempty"`
-	Budgets    []Budget          `json:"budgets"`
-	Notes      []string          `json:"notes,omitempty"`
+	UnderFire  *UnderFireResult  `json:"under_fire,omitempty"`
+	Recovery   *RecoveryResult   `json:"recovery,omitempty"`
+	// Budgets are the foundation budgets; ProofBudgets the stricter
+	// proof-under-fire ones.
+	Budgets      []Budget `json:"budgets"`
+	ProofBudgets []Budget `json:"proof_budgets"`
+	Notes        []string `json:"notes,omitempty"`
 }
 
 // Settings are the run's parameters.
@@ -65,6 +70,12 @@ type Settings struct {
 	OpenLoopConnections   int       `json:"open_loop_connections"`
 	TimeoutSeconds        float64   `json:"timeout_s"`
 	MaxInFlight           int       `json:"max_in_flight"`
+	FireRatePerS          float64   `json:"fire_rate_per_s"`
+	FireSeconds           float64   `json:"fire_s"`
+	FireRetryHeader       string    `json:"fire_retry_header"`
+	BreakerResetMS        int64     `json:"breaker_reset_ms"`
+	FirePollMS            float64   `json:"fire_poll_ms"`
+	RecoveryMaxSeconds    float64   `json:"recovery_max_s"`
 }
 
 // Latency is a latency summary in milliseconds.
@@ -353,7 +364,8 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# Breakwater benchmark\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n- Commit: %s\n- Go: %s (%s), %d CPUs\n- Load average (1 min, start → end): %s\n- Mode: %s\n",
 		r.Date, r.Commit, r.GoVersion, r.Platform, r.CPUs, r.LoadAvg, mode)
-	fmt.Fprintf(&b, "- Direct = the mock upstream called directly (`bench-model`); gateway = the same request through Breakwater (`bench/bench-model`, Badger state, two connections). "+
+	fmt.Fprintf(&b, "- Direct = the mock upstream called directly (`bench-model`); gateway = the same request through Breakwater (`bench/bench-model`, Badger state, two connections, "+
+		"the per-connection request queue not auto-enabled as its default limiter of 100 requests a minute would cap every figure). "+
 		"Same generator, client settings and body for both, direct first. The generator, the gateway and the mock share the %d CPUs, "+
 		"so absolute times mean little: compare the columns of one run.\n\n", r.CPUs)
 
@@ -363,6 +375,15 @@ func (r *Report) Markdown() string {
 		t.row(bu.Name, bu.Limit, bu.Figure, "**"+bu.Status+"**")
 	}
 	b.WriteString("\n")
+	if len(r.ProofBudgets) > 0 {
+		b.WriteString("## Proof under fire budgets\n\n")
+		b.WriteString("The stricter targets of the \"Proof under fire\" issue; the foundation budgets above still apply.\n\n")
+		t.head("budget", "limit", "measured", "result")
+		for _, bu := range r.ProofBudgets {
+			t.row(bu.Name, bu.Limit, bu.Figure, "**"+bu.Status+"**")
+		}
+		b.WriteString("\n")
+	}
 
 	s := r.Settings
 	fmt.Fprintf(&b, "## 1. Fixed rate, non-streaming (open loop)\n\n"+
@@ -447,6 +468,8 @@ func (r *Report) Markdown() string {
 		t.row("VmHWM (peak) at the end", mib(m.MockPeak), "**"+mib(m.GatewayPeak)+"**", ratio(float64(m.GatewayPeak), float64(m.MockPeak)))
 		b.WriteString("\n")
 	}
+
+	r.fireMarkdown(&b)
 
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")

@@ -39,6 +39,7 @@ func chatBody(model string, stream bool) []byte {
 // by one goroutine.
 type bench struct {
 	o         options
+	bin, dir  string
 	mock, gw  *proc.Child
 	ctrl      *http.Client
 	rep       *Report
@@ -112,7 +113,7 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 	defer gw.Stop()
 
 	b := &bench{
-		o: o, mock: mock, gw: gw, rep: rep,
+		o: o, bin: bin, dir: dir, mock: mock, gw: gw, rep: rep,
 		ctrl:      &http.Client{Timeout: 5 * time.Second},
 		directURL: "http://" + mock.Addr + "/v1/chat/completions",
 		gwURL:     "http://" + gw.Addr + "/v1/chat/completions",
@@ -154,6 +155,7 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 		rep.Notes = append(rep.Notes, "stopping the mock: "+err.Error())
 	}
 	rep.Budgets = evaluateBudgets(rep)
+	rep.ProofBudgets = evaluateProofBudgets(rep)
 	return rep, runErr
 }
 
@@ -180,6 +182,7 @@ func (b *bench) scenarios(ctx context.Context, mem *MemoryResult) error {
 		{"fixed rate", b.o.skipOpen, b.openLoop},
 		{"max throughput", b.o.skipMax, func(ctx context.Context) error { return b.throughput(ctx, mem) }},
 		{"streaming", b.o.skipStream, b.streaming},
+		{"under fire", b.o.skipFire, b.underFire},
 	}
 	for _, s := range steps {
 		if s.skip {
@@ -445,19 +448,8 @@ func (b *bench) mockPost(ctx context.Context, path string, body []byte) error {
 
 // mockCalls returns the mock's call count since the last reset.
 func (b *bench) mockCalls(ctx context.Context) (int64, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.mock.Addr+"/_mock/stats", nil)
+	st, err := b.mockStats(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("mock stats: %w", err)
-	}
-	resp, err := b.ctrl.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("mock stats: %w", err)
-	}
-	defer resp.Body.Close()
-	var st struct {
-		Total int64 `json:"total"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
 		return 0, fmt.Errorf("mock stats: %w", err)
 	}
 	return st.Total, nil

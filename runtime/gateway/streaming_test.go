@@ -216,3 +216,30 @@ func TestStreamHeapGrowth(t *testing.T) {
 		t.Fatalf("heap grew by %d bytes over 500 streams (limit 5 MB)", growth)
 	}
 }
+
+func TestResponsesPassThroughServesBackgroundSynchronously(t *testing.T) {
+	h := start(t, streamCfg("first_byte"))
+	resp := h.post("/v1/responses", `{"model":"fast/m","input":"hello responses","background":true}`)
+	warn := resp.Header.Get("X-Breakwater-Warning")
+	m := decode(t, resp)
+	if resp.StatusCode != 200 || m["object"] != "response" || !strings.Contains(warn, "synchronously") {
+		t.Fatalf("responses: %d %v warning=%q", resp.StatusCode, m, warn)
+	}
+	if h.mock.Stats().ByKeyModel["sk-s1|m"] != 1 {
+		t.Fatalf("upstream not called through /responses: %v", h.mock.Stats().ByKeyModel)
+	}
+	resp = h.post("/v1/responses", `{"model":"fast/m","input":"stream it","stream":true}`)
+	events, _ := readSSE(t, resp)
+	if resp.StatusCode != 200 || len(events) == 0 || events[len(events)-1] != "response.completed" {
+		t.Fatalf("responses stream: %d %v", resp.StatusCode, events)
+	}
+	resp = h.post("/v1/responses", `{"model":"claude/c","input":"x"}`)
+	readBody(t, resp)
+	if resp.StatusCode != 400 {
+		t.Fatalf("responses to an anthropic provider: %d", resp.StatusCode)
+	}
+	resp = h.post("/v1/responses", `{"model":"fast/m"}`)
+	if e := decode(t, resp)["error"].(map[string]any); resp.StatusCode != 400 || e["param"] != "input" {
+		t.Fatalf("missing input: %d %v", resp.StatusCode, e)
+	}
+}

@@ -87,7 +87,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	t0 := time.Now()
 	var resp *http.Response
 	for try := 0; ; try++ {
-		hreq, err := s.buildRequest(ctx, c, cd, out, x.stream, x.extraHeaders)
+		hreq, err := s.buildRequest(ctx, c, cd, out, x.stream, x.responses, x.extraHeaders)
 		if err != nil {
 			cancel()
 			return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})
@@ -193,9 +193,13 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 func (s *Server) relayConfig(x *exchange, cd topology.Candidate) relay.Config {
 	st := s.eng.CurrentSettings().StreamRecovery
 	tw := st.ThroughputWatchdog
+	cf, uf := watchdogFormat(x.format == wire.FormatAnthropic), watchdogFormat(cd.Provider.Kind == topology.KindAnthropic)
+	if x.responses {
+		cf, uf = watchdog.OpenAIResponses, watchdog.OpenAIResponses
+	}
 	return relay.Config{
-		ClientFormat:   watchdogFormat(x.format == wire.FormatAnthropic),
-		UpstreamFormat: watchdogFormat(cd.Provider.Kind == topology.KindAnthropic),
+		ClientFormat:   cf,
+		UpstreamFormat: uf,
 		CommitPoint:    st.CommitPoint,
 		Stall:          watchdog.StallFromEnv(osLookupEnv, watchdog.StallFromSetting(st.ContentStallTimeoutMS)),
 		Throughput: watchdog.ThroughputFromEnv(osLookupEnv, watchdog.ThroughputConfig{

@@ -26,8 +26,13 @@ import (
 // handed to classification.
 const maxErrorBody = 64 << 10
 
-func (s *Server) handleChat(c *fiber.Ctx) error     { return s.proxy(c, wire.FormatOpenAI) }
-func (s *Server) handleMessages(c *fiber.Ctx) error { return s.proxy(c, wire.FormatAnthropic) }
+func (s *Server) handleChat(c *fiber.Ctx) error     { return s.proxy(c, wire.FormatOpenAI, false) }
+func (s *Server) handleMessages(c *fiber.Ctx) error { return s.proxy(c, wire.FormatAnthropic, false) }
+
+// handleResponses passes OpenAI Responses API calls through to
+// OpenAI-kind providers. A background request is served synchronously,
+// with a warning header.
+func (s *Server) handleResponses(c *fiber.Ctx) error { return s.proxy(c, wire.FormatOpenAI, true) }
 
 // exchange is the state of one client request across its attempts.
 type exchange struct {
@@ -65,6 +70,8 @@ type exchange struct {
 	sigOn       bool
 	autoFactors string
 	relayed     bool
+	// responses marks an OpenAI Responses API call.
+	responses bool
 	// extraHeaders are upstream headers set by an on_request plugin.
 	extraHeaders map[string]string
 }
@@ -101,11 +108,15 @@ func (x *exchange) routedModel() string {
 	}
 }
 
-func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
-	x := &exchange{id: s.nextRequestID(), format: f, start: time.Now()}
+func (s *Server) proxy(c *fiber.Ctx, f wire.Format, responses bool) error {
+	x := &exchange{id: s.nextRequestID(), format: f, start: time.Now(), responses: responses}
 	c.Set("X-Request-Id", x.id)
 	body := c.Body()
-	req, err := wire.Parse(body)
+	parse := wire.Parse
+	if responses {
+		parse = wire.ParseResponses
+	}
+	req, err := parse(body)
 	if err != nil {
 		var fe *wire.FieldError
 		if errors.As(err, &fe) {
@@ -118,10 +129,17 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 		return s.answerError(c, x, e)
 	} else if model != req.Model {
 		body = req.RewriteModel(body, model)
-		if req, err = wire.Parse(body); err != nil {
+		if req, err = parse(body); err != nil {
 			return s.answerError(c, x, wire.InvalidRequest("model", err.Error()))
 		}
 		x.model = model
+	}
+	if req.Background {
+		body = req.WithoutBackground(body)
+		if req, err = parse(body); err != nil {
+			return s.answerError(c, x, wire.InvalidRequest("background", err.Error()))
+		}
+		c.Set("X-Breakwater-Warning", "background mode is not supported: the response was served synchronously")
 	}
 	res, ok := s.topo.Resolve(req.Model)
 	if !ok {
@@ -129,6 +147,19 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
 			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", req.Model)})
 	}
 	cands := res.Candidates
+	if responses {
+		kept := make([]topology.Candidate, 0, len(cands))
+		for _, cd := range cands {
+			if cd.Provider.Kind == topology.KindOpenAI {
+				kept = append(kept, cd)
+			}
+		}
+		if len(kept) == 0 {
+			return s.answerError(c, x, &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "wrong_endpoint", Param: "model",
+				Message: fmt.Sprintf("model %q has no OpenAI-kind provider; the Responses API is passed through to OpenAI-kind providers only", req.Model)})
+		}
+		cands = kept
+	}
 	if res.Provider != nil {
 		if open, wait := s.eng.ProviderOpen(res.Provider.ID); open {
 			return s.answerError(c, x, &wire.APIError{Status: 503, Type: "server_error", Code: "provider_circuit_open", RetryAfter: wait,
@@ -404,9 +435,11 @@ func (s *Server) pace(x *exchange, cd topology.Candidate, body []byte) {
 // connection's credential replaces the client's, and only an allowlist of
 // client headers is forwarded (never client keys, session or lease
 // headers).
-func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Candidate, body []byte, stream bool, extra map[string]string) (*http.Request, error) {
+func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Candidate, body []byte, stream, responses bool, extra map[string]string) (*http.Request, error) {
 	var url string
-	if cd.Provider.Kind == topology.KindAnthropic {
+	if responses {
+		url = cd.Provider.BaseURL + "/responses"
+	} else if cd.Provider.Kind == topology.KindAnthropic {
 		url = cd.Provider.BaseURL + "/messages"
 	} else {
 		url = cd.Provider.BaseURL + "/chat/completions"

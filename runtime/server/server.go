@@ -194,6 +194,7 @@ func (s *Server) routes() {
 	v1 := s.app.Group("/v1", s.clientAuth)
 	v1.Post("/chat/completions", s.handleChat)
 	v1.Post("/messages", s.handleMessages)
+	v1.Post("/responses", s.handleResponses)
 	v1.Get("/models", s.handleModels)
 	s.app.Post("/api/v1/session-leases", s.clientAuth, s.handleLease)
 

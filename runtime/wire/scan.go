@@ -20,6 +20,12 @@ type Request struct {
 	Stream bool
 	// HasMessages reports a non-empty "messages" array.
 	HasMessages bool
+	// HasInput reports a non-empty "input" (Responses API).
+	HasInput bool
+	// Background reports "background": true (Responses API);
+	// bgStart and bgEnd delimit its raw value.
+	Background     bool
+	bgStart, bgEnd int
 	// modelStart and modelEnd delimit the raw model value (quotes
 	// included) in the body, for Rewrite.
 	modelStart, modelEnd int
@@ -38,6 +44,43 @@ func (e *FieldError) Error() string { return e.Field + ": " + e.Message }
 // returns a *FieldError naming the offending field for a malformed body,
 // a missing or non-string model, or missing messages.
 func Parse(body []byte) (Request, error) {
+	r, err := scan(body)
+	if err != nil {
+		return r, err
+	}
+	if !r.HasMessages {
+		return r, &FieldError{Field: "messages", Message: "is required and must be a non-empty array"}
+	}
+	return r, nil
+}
+
+// ParseResponses is Parse for the Responses API: it requires "input"
+// instead of "messages".
+func ParseResponses(body []byte) (Request, error) {
+	r, err := scan(body)
+	if err != nil {
+		return r, err
+	}
+	if !r.HasInput {
+		return r, &FieldError{Field: "input", Message: "is required"}
+	}
+	return r, nil
+}
+
+// WithoutBackground returns body with "background": true turned into
+// false, for serving a background request synchronously. The original body
+// is not modified.
+func (r Request) WithoutBackground(body []byte) []byte {
+	if !r.Background {
+		return body
+	}
+	out := make([]byte, 0, len(body)+1)
+	out = append(out, body[:r.bgStart]...)
+	out = append(out, "false"...)
+	return append(out, body[r.bgEnd:]...)
+}
+
+func scan(body []byte) (Request, error) {
 	var r Request
 	if !json.Valid(body) {
 		return r, &FieldError{Field: "body", Message: "request body is not valid JSON"}
@@ -85,6 +128,11 @@ func Parse(body []byte) (Request, error) {
 			r.Model, r.modelStart, r.modelEnd, seenModel = m, vStart, s.i, true
 		case "stream":
 			r.Stream = bytes.Equal(val, []byte("true"))
+		case "background":
+			r.Background = bytes.Equal(val, []byte("true"))
+			r.bgStart, r.bgEnd = vStart, s.i
+		case "input":
+			r.HasInput = len(val) > 0 && !bytes.Equal(val, []byte("null")) && !bytes.Equal(val, []byte(`""`)) && !bytes.Equal(val, []byte("[]"))
 		case "messages":
 			r.HasMessages = len(val) > 2 && val[0] == '[' && len(bytes.TrimSpace(val[1:len(val)-1])) > 0
 			if len(val) == 0 || val[0] != '[' {
@@ -94,9 +142,6 @@ func Parse(body []byte) (Request, error) {
 	}
 	if !seenModel || r.Model == "" {
 		return r, &FieldError{Field: "model", Message: "is required"}
-	}
-	if !r.HasMessages {
-		return r, &FieldError{Field: "messages", Message: "is required and must be a non-empty array"}
 	}
 	return r, nil
 }

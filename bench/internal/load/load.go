@@ -11,6 +11,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +28,10 @@ import (
 // maxErrorKinds bounds the distinct error messages a Result keeps.
 const maxErrorKinds = 16
 
+// maxErrorBody bounds how much of an error answer is read to name its
+// error code.
+const maxErrorBody = 64 << 10
+
 // Request is the HTTP call a run repeats: a POST of Body (JSON) to URL.
 // Stream marks an SSE request: it succeeds only when the body carries
 // "data: [DONE]". Request is read-only while a run uses it.
@@ -34,6 +39,19 @@ type Request struct {
 	URL    string
 	Body   []byte
 	Stream bool
+	// Header holds extra request headers (for example Authorization).
+	Header map[string]string
+	// Tally names response headers whose values the run counts, per
+	// outcome, in Result.Tally.
+	Tally []string
+}
+
+// TallyKey is one counted response header value: the header as named in
+// Request.Tally, its value ("" when absent) and whether the request
+// succeeded.
+type TallyKey struct {
+	Header, Value string
+	OK            bool
 }
 
 // Result is what one run measured. Latency, FromSchedule and FirstData
@@ -41,7 +59,8 @@ type Request struct {
 // Result is owned by the caller once a runner returns it.
 type Result struct {
 	// Scheduled is how many requests the run intended to send (open loop:
-	// the schedule's Count; closed loop and streams: equal to Sent).
+	// the schedule's Count, or the arrivals due before it was stopped;
+	// closed loop and streams: equal to Sent).
 	Scheduled int
 	// Sent is how many requests were sent.
 	Sent int
@@ -59,14 +78,18 @@ type Result struct {
 	// scheduled send time to the end of the body: Latency plus the
 	// generator's own send lag.
 	FromSchedule []time.Duration
-	// FirstData is, per successful stream, the time from the send to the
-	// first line starting with "data:".
+	// FirstData is, per successful stream (Request.Stream set), the time
+	// from the send to the first line starting with "data:".
 	FirstData []time.Duration
 	// Lag is, per request sent in open loop, how late the generator sent it
 	// compared with its scheduled time.
 	Lag []time.Duration
-	// Errors counts failures by kind ("HTTP 502", "timeout", ...).
+	// Errors counts failures by kind ("HTTP 502", "HTTP 503
+	// all_targets_cooling_down", "timeout", ...).
 	Errors map[string]int
+	// Tally counts the values of the Request.Tally headers over every
+	// request that got an HTTP answer; nil when Request.Tally is empty.
+	Tally map[TallyKey]int
 	// Elapsed is the wall time from the first send to the last response.
 	Elapsed time.Duration
 }
@@ -123,11 +146,46 @@ func (b *errorBook) snapshot() map[string]int {
 	return out
 }
 
+// tallyBook counts response header values; goroutine-safe.
+type tallyBook struct {
+	mu sync.Mutex
+	m  map[TallyKey]int
+}
+
+// add counts o's header values, if it got an HTTP answer.
+func (b *tallyBook) add(names []string, o outcome) {
+	if len(names) == 0 || o.tally == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		b.m = make(map[TallyKey]int)
+	}
+	for i, name := range names {
+		b.m[TallyKey{Header: name, Value: o.tally[i], OK: o.errKind == ""}]++
+	}
+}
+
+func (b *tallyBook) snapshot() map[TallyKey]int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.m == nil {
+		return nil
+	}
+	out := make(map[TallyKey]int, len(b.m))
+	for k, v := range b.m {
+		out[k] = v
+	}
+	return out
+}
+
 // outcome is one request's measurement, relative to its send time.
 type outcome struct {
 	total     time.Duration // send → end of body
 	firstData time.Duration // send → first "data:" line (streams)
 	errKind   string        // empty on success
+	tally     []string      // values of Request.Tally; nil without an HTTP answer
 }
 
 // do sends req once and reads the whole answer.
@@ -141,22 +199,62 @@ func do(ctx context.Context, c *http.Client, req Request) outcome {
 	if req.Stream {
 		hr.Header.Set("Accept", "text/event-stream")
 	}
+	for k, v := range req.Header {
+		hr.Header.Set(k, v)
+	}
 	resp, err := c.Do(hr)
 	if err != nil {
 		return outcome{errKind: classify(err)}
 	}
 	defer resp.Body.Close()
 	var o outcome
-	if req.Stream && resp.StatusCode == http.StatusOK {
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		_, _ = io.Copy(io.Discard, resp.Body)
+		o.errKind = httpErrorKind(resp.StatusCode, body)
+	case req.Stream:
 		o = readStream(resp.Body, start)
-	} else if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-		o.errKind = classify(err)
+	default:
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			o.errKind = classify(err)
+		}
 	}
 	o.total = time.Since(start)
-	if resp.StatusCode != http.StatusOK {
-		o.errKind = "HTTP " + strconv.Itoa(resp.StatusCode)
+	if len(req.Tally) > 0 {
+		o.tally = make([]string, len(req.Tally))
+		for i, name := range req.Tally {
+			o.tally[i] = resp.Header.Get(name)
+		}
 	}
 	return o
+}
+
+// httpErrorKind names a non-200 answer: "HTTP <status>", followed by the
+// error code of an OpenAI-shaped body ({"error": {"code": ...}}), else
+// its error type (OpenAI or Anthropic shape), when the body has one.
+func httpErrorKind(status int, body []byte) string {
+	kind := "HTTP " + strconv.Itoa(status)
+	var e struct {
+		Error struct {
+			Code any    `json:"code"`
+			Type string `json:"type"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil {
+		return kind
+	}
+	name := e.Error.Type
+	if code, ok := e.Error.Code.(string); ok && code != "" {
+		name = code
+	}
+	if len(name) > 60 {
+		name = name[:60]
+	}
+	if name != "" {
+		kind += " " + name
+	}
+	return kind
 }
 
 // readStream reads an SSE body to its end, noting when the first "data:"
@@ -225,11 +323,20 @@ func classify(err error) string {
 // OpenLoop sends req on sched: arrival i at start+sched.At(i), each in its
 // own goroutine, whatever earlier requests are doing, so a slow answer
 // never delays later sends (no coordinated omission). Latency runs from
-// the send, FromSchedule from the scheduled time, and Lag is the gap.
+// the send, FromSchedule from the scheduled time, and Lag is the gap; a
+// streaming req also gets FirstData.
 // When maxInFlight requests are already outstanding an arrival is dropped
 // (counted, not sent). OpenLoop waits for every request it sent; it returns
 // ctx.Err() if ctx ends first.
 func OpenLoop(ctx context.Context, c *http.Client, req Request, sched Schedule, maxInFlight int) (*Result, error) {
+	return OpenLoopUntil(ctx, c, req, sched, maxInFlight, nil)
+}
+
+// OpenLoopUntil is OpenLoop that also ends the schedule early when stop is
+// closed: arrivals not yet due then are neither sent nor counted in
+// Scheduled, and the requests already sent are waited for. A nil stop
+// never closes.
+func OpenLoopUntil(ctx context.Context, c *http.Client, req Request, sched Schedule, maxInFlight int, stop <-chan struct{}) (*Result, error) {
 	n := sched.Count()
 	const (
 		stPending = iota
@@ -240,9 +347,11 @@ func OpenLoop(ctx context.Context, c *http.Client, req Request, sched Schedule, 
 	status := make([]uint8, n)
 	fromSchedule := make([]time.Duration, n)
 	latency := make([]time.Duration, n)
+	firstData := make([]time.Duration, n)
 	lag := make([]time.Duration, n)
 	var (
 		errs     errorBook
+		tallies  tallyBook
 		wg       sync.WaitGroup
 		inFlight atomic.Int64
 		lastEnd  atomic.Int64 // offset from start, ns
@@ -262,6 +371,7 @@ func OpenLoop(ctx context.Context, c *http.Client, req Request, sched Schedule, 
 			lag[i] = time.Since(start) - due
 			o := do(ctx, c, req)
 			end := time.Since(start)
+			tallies.add(req.Tally, o)
 			for {
 				cur := lastEnd.Load()
 				if int64(end) <= cur || lastEnd.CompareAndSwap(cur, int64(end)) {
@@ -276,16 +386,35 @@ func OpenLoop(ctx context.Context, c *http.Client, req Request, sched Schedule, 
 			status[i] = stOK
 			fromSchedule[i] = end - due
 			latency[i] = o.total
+			firstData[i] = o.firstData
 		}()
 	}
-	ctxErr := dispatch(ctx, sched, func() time.Duration { return time.Since(start) }, sleepCtx, fire)
-	wg.Wait()
-	if ctxErr != nil {
-		return nil, fmt.Errorf("open loop at %.0f req/s: %w", sched.Rate, ctxErr)
+	dctx := ctx
+	if stop != nil {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		go func() {
+			select {
+			case <-stop:
+				cancel()
+			case <-dctx.Done():
+			}
+		}()
 	}
-	r := &Result{Scheduled: n, Errors: errs.snapshot(), Elapsed: time.Duration(lastEnd.Load())}
+	_ = dispatch(dctx, sched, func() time.Duration { return time.Since(start) }, sleepCtx, fire)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("open loop at %.0f req/s: %w", sched.Rate, err)
+	}
+	r := &Result{Errors: errs.snapshot(), Tally: tallies.snapshot(), Elapsed: time.Duration(lastEnd.Load())}
 	for i, st := range status {
+		if st != stPending {
+			r.Scheduled++
+		}
 		switch st {
+		case stPending:
+			continue // never due: the run was stopped
 		case stDropped:
 			r.Dropped++
 			continue
@@ -293,6 +422,9 @@ func OpenLoop(ctx context.Context, c *http.Client, req Request, sched Schedule, 
 			r.OK++
 			r.Latency = append(r.Latency, latency[i])
 			r.FromSchedule = append(r.FromSchedule, fromSchedule[i])
+			if req.Stream {
+				r.FirstData = append(r.FirstData, firstData[i])
+			}
 		}
 		r.Sent++
 		r.Lag = append(r.Lag, lag[i])
@@ -322,8 +454,9 @@ func loop(ctx context.Context, c *http.Client, req Request, workers int, d time.
 	}
 	parts := make([]part, workers)
 	var (
-		errs errorBook
-		wg   sync.WaitGroup
+		errs    errorBook
+		tallies tallyBook
+		wg      sync.WaitGroup
 	)
 	start := time.Now()
 	deadline := start.Add(d)
@@ -333,6 +466,7 @@ func loop(ctx context.Context, c *http.Client, req Request, workers int, d time.
 			defer wg.Done()
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				o := do(ctx, c, req)
+				tallies.add(req.Tally, o)
 				p.sent++
 				if o.errKind != "" {
 					errs.add(o.errKind)
@@ -351,7 +485,7 @@ func loop(ctx context.Context, c *http.Client, req Request, workers int, d time.
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("closed loop with %d workers: %w", workers, err)
 	}
-	r := &Result{Errors: errs.snapshot(), Elapsed: elapsed}
+	r := &Result{Errors: errs.snapshot(), Tally: tallies.snapshot(), Elapsed: elapsed}
 	for _, p := range parts {
 		r.Sent += p.sent
 		r.OK += p.ok

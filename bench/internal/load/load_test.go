@@ -1,11 +1,16 @@
 package load
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -79,5 +84,127 @@ func TestErrorBookCapsKinds(t *testing.T) {
 	}
 	if m["other"] != 5 || m["kind 0"] != 2 {
 		t.Fatalf("counts = %v, want other=5 and kind 0=2", m)
+	}
+}
+
+func TestHTTPErrorKind(t *testing.T) {
+	tests := []struct {
+		status int
+		body   string
+		want   string
+	}{
+		{503, `{"error":{"message":"m","type":"server_error","code":"all_targets_cooling_down"}}`, "HTTP 503 all_targets_cooling_down"},
+		{429, `{"error":{"message":"m","type":"requests","code":"rate_limit_exceeded"}}`, "HTTP 429 rate_limit_exceeded"},
+		{529, `{"type":"error","error":{"type":"overloaded_error","message":"m"}}`, "HTTP 529 overloaded_error"},
+		{500, `{"error":{"message":"m","type":"server_error","code":null}}`, "HTTP 500 server_error"},
+		{400, `{"error":{"message":"m","code":400}}`, "HTTP 400"},
+		{502, `<html>bad gateway</html>`, "HTTP 502"},
+		{504, ``, "HTTP 504"},
+		{503, `{"error":{"code":"` + strings.Repeat("x", 80) + `"}}`, "HTTP 503 " + strings.Repeat("x", 60)},
+	}
+	for _, tt := range tests {
+		if got := httpErrorKind(tt.status, []byte(tt.body)); got != tt.want {
+			t.Errorf("httpErrorKind(%d, %q) = %q, want %q", tt.status, tt.body, got, tt.want)
+		}
+	}
+}
+
+// TestOpenLoopHeadersTallyAndFirstData sends a handful of requests to a
+// local server: extra request headers reach it, tallied response headers
+// are counted per outcome, error answers are named by their code, and
+// streams get a first-data time.
+func TestOpenLoopHeadersTallyAndFirstData(t *testing.T) {
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer k1" {
+			http.Error(w, "no key", http.StatusUnauthorized)
+			return
+		}
+		mu.Lock()
+		n++
+		i := n
+		mu.Unlock()
+		w.Header().Set("X-Attempts", strconv.Itoa(1+i%2))
+		if i%3 == 0 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, `{"error":{"code":"all_targets_cooling_down"}}`)
+			return
+		}
+		if r.Header.Get("Accept") == "text/event-stream" {
+			_, _ = io.WriteString(w, "data: {}\n\ndata: [DONE]\n\n")
+			return
+		}
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	c := NewClient(4, 5*time.Second)
+	defer c.CloseIdleConnections()
+	for _, stream := range []bool{false, true} {
+		mu.Lock()
+		n = 0
+		mu.Unlock()
+		req := Request{URL: srv.URL, Body: []byte(`{}`), Stream: stream,
+			Header: map[string]string{"Authorization": "Bearer k1"}, Tally: []string{"X-Attempts", "X-Absent"}}
+		r, err := OpenLoop(context.Background(), c, req, Schedule{Rate: 200, Duration: 30 * time.Millisecond}, 100)
+		if err != nil {
+			t.Fatalf("OpenLoop: %v", err)
+		}
+		if r.Sent != 6 || r.OK != 4 || r.Errors["HTTP 503 all_targets_cooling_down"] != 2 {
+			t.Fatalf("stream=%v: sent %d, ok %d, errors %v; want 6 sent, 4 ok, 2 × HTTP 503 all_targets_cooling_down", stream, r.Sent, r.OK, r.Errors)
+		}
+		// Calls 1..6: attempts 2,1,2(503),1,2,1(503).
+		want := map[TallyKey]int{
+			{"X-Attempts", "1", true}: 2, {"X-Attempts", "2", true}: 2,
+			{"X-Attempts", "1", false}: 1, {"X-Attempts", "2", false}: 1,
+			{"X-Absent", "", true}: 4, {"X-Absent", "", false}: 2,
+		}
+		if len(r.Tally) != len(want) {
+			t.Fatalf("stream=%v: Tally = %v, want %v", stream, r.Tally, want)
+		}
+		for k, v := range want {
+			if r.Tally[k] != v {
+				t.Errorf("stream=%v: Tally[%+v] = %d, want %d", stream, k, r.Tally[k], v)
+			}
+		}
+		if got := len(r.FirstData); stream && got != 4 || !stream && got != 0 {
+			t.Errorf("stream=%v: %d first-data samples", stream, got)
+		}
+	}
+}
+
+// TestOpenLoopUntilStopsEarly: a 10 s schedule stopped at its third
+// request sends no more than the few arrivals already due, counts only
+// those as scheduled, and waits for them.
+func TestOpenLoopUntilStopsEarly(t *testing.T) {
+	stop := make(chan struct{})
+	var once sync.Once
+	var mu sync.Mutex
+	n := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		n++
+		if n == 3 {
+			once.Do(func() { close(stop) })
+		}
+		mu.Unlock()
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	c := NewClient(4, 5*time.Second)
+	defer c.CloseIdleConnections()
+	start := time.Now()
+	r, err := OpenLoopUntil(context.Background(), c, Request{URL: srv.URL, Body: []byte(`{}`)},
+		Schedule{Rate: 100, Duration: 10 * time.Second}, 100, stop)
+	if err != nil {
+		t.Fatalf("OpenLoopUntil: %v", err)
+	}
+	if took := time.Since(start); took > 5*time.Second {
+		t.Fatalf("took %v: the stop did not end a 10 s schedule early", took)
+	}
+	if r.Scheduled < 3 || r.Scheduled > 10 || r.Scheduled != r.Sent+r.Dropped || r.OK != r.Sent {
+		t.Fatalf("scheduled %d, sent %d, dropped %d, ok %d; want 3..10 scheduled, all sent and answered",
+			r.Scheduled, r.Sent, r.Dropped, r.OK)
 	}
 }

@@ -189,16 +189,23 @@ func StartMock(ctx context.Context, bin, dir string, port int) (*Child, error) {
 }
 
 // StartGateway writes a configuration for a single OpenAI-kind provider
-// "bench" (model bench-model, two connections) in front of mockAddr to dir,
-// runs `bin serve --config FILE --log-level warn`, and returns once
-// GET /v1/models answers 200.
+// "bench" (model bench-model, two connections) in front of mockAddr to
+// dir/gateway.yaml, runs `bin serve --config FILE --log-level warn`, and
+// returns once GET /v1/models answers 200.
 func StartGateway(ctx context.Context, bin, dir string, port int, mockAddr string) (*Child, error) {
-	cfgPath := filepath.Join(dir, "breakwater.yaml")
 	listen := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := os.WriteFile(cfgPath, GatewayConfig(listen, filepath.Join(dir, "data"), mockAddr), 0o600); err != nil {
-		return nil, fmt.Errorf("writing the gateway configuration: %w", err)
+	return StartGatewayWith(ctx, bin, dir, "gateway", GatewayConfig(listen, filepath.Join(dir, "data"), mockAddr))
+}
+
+// StartGatewayWith writes cfg (which sets the listen address) to
+// dir/NAME.yaml, runs `bin serve --config FILE --log-level warn` with its
+// output in dir/NAME.log, and returns once GET /v1/models answers 200.
+func StartGatewayWith(ctx context.Context, bin, dir, name string, cfg []byte) (*Child, error) {
+	cfgPath := filepath.Join(dir, name+".yaml")
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		return nil, fmt.Errorf("writing the %s configuration: %w", name, err)
 	}
-	c, err := start(ctx, "gateway", bin, dir, "breakwater listening on",
+	c, err := start(ctx, name, bin, dir, "breakwater listening on",
 		"serve", "--config", cfgPath, "--log-level", "warn")
 	if err != nil {
 		return nil, err
@@ -213,7 +220,10 @@ func StartGateway(ctx context.Context, bin, dir string, port int, mockAddr strin
 // GatewayConfig returns the gateway configuration (CONTRACT.md format) the
 // benchmark runs: listen address, Badger state under dataDir, and provider
 // "bench" of kind openai at http://mockAddr/v1 serving bench-model over two
-// connections. No client keys: the gateway is open on loopback.
+// connections. No client keys: the gateway is open on loopback. The
+// per-connection request queue is not auto-enabled: its default limiter
+// (100 requests a minute per connection) would turn a load test into a
+// test of that limit.
 func GatewayConfig(listen, dataDir, mockAddr string) []byte {
 	return fmt.Appendf(nil, `server:
   listen: %q
@@ -230,6 +240,8 @@ providers:
         api_key: bench-upstream-key-a
       - id: conn-b
         api_key: bench-upstream-key-b
+resilience:
+  request_queue: {auto_enable_api_key_providers: false}
 `, listen, dataDir, "http://"+mockAddr+"/v1")
 }
 
@@ -241,7 +253,7 @@ func waitModels(ctx context.Context, c *Child) error {
 	last := "no answer"
 	for time.Now().Before(deadline) {
 		if exited, err := c.Exited(); exited {
-			return fmt.Errorf("gateway exited before it was ready (%v); log:\n%s", err, c.LogTail(20))
+			return fmt.Errorf("%s exited before it was ready (%v); log:\n%s", c.Name, err, c.LogTail(20))
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -259,11 +271,11 @@ func waitModels(ctx context.Context, c *Child) error {
 			last = err.Error()
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("waiting for the gateway: %w", ctx.Err())
+			return fmt.Errorf("waiting for the %s: %w", c.Name, ctx.Err())
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Errorf("gateway GET /v1/models not 200 within %v (last: %s); log:\n%s", startTimeout, last, c.LogTail(20))
+	return fmt.Errorf("%s GET /v1/models not 200 within %v (last: %s); log:\n%s", c.Name, startTimeout, last, c.LogTail(20))
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.

@@ -94,4 +94,46 @@ func TestGatewayConfigIsValid(t *testing.T) {
 	if len(p.Connections) != 2 || p.Connections[0].APIKey.Value() == "" || p.Connections[1].APIKey.Value() == "" {
 		t.Errorf("connections = %d, want 2 with api keys", len(p.Connections))
 	}
+	if q := cfg.Resilience.RequestQueue.AutoEnableAPIKeyProviders; q == nil || *q {
+		t.Errorf("request_queue.auto_enable_api_key_providers = %v, want false (the default limiter would dominate)", q)
+	}
+}
+
+func TestFireGatewayConfigIsValid(t *testing.T) {
+	data := FireGatewayConfig(FireConfig{Listen: "127.0.0.1:18081", DataDir: "/tmp/bench/data-fire",
+		MockAddr: "127.0.0.1:19090", BreakerResetMS: 5000, ContentStallTimeoutMS: 500})
+	cfg, err := config.Parse(data, "fire.yaml")
+	if err != nil {
+		t.Fatalf("config.Parse rejected the under-fire configuration: %v\n%s", err, data)
+	}
+	if cfg.Server.Listen != "127.0.0.1:18081" || cfg.Server.AdminToken.Value() != FireAdminToken {
+		t.Errorf("server = %q with admin token %q", cfg.Server.Listen, cfg.Server.AdminToken.Value())
+	}
+	if len(cfg.Providers) != 2 || cfg.Providers[0].ID != FireDownProvider || cfg.Providers[1].ID != FireUpProvider {
+		t.Fatalf("providers = %+v, want down then up", cfg.Providers)
+	}
+	for i, prefix := range []string{FireDownKeyPrefix, FireUpKeyPrefix} {
+		p := cfg.Providers[i]
+		if p.BaseURL != "http://127.0.0.1:19090/v1" || len(p.Models) != 1 || p.Models[0] != FireModel {
+			t.Errorf("provider %s: base %s, models %v", p.ID, p.BaseURL, p.Models)
+		}
+		if len(p.Connections) != 2 {
+			t.Fatalf("provider %s: %d connections, want 2", p.ID, len(p.Connections))
+		}
+		for j, key := range FireKeys(prefix) {
+			if got := p.Connections[j].APIKey.Value(); got != key {
+				t.Errorf("provider %s connection %d key = %q, want %q", p.ID, j, got, key)
+			}
+		}
+	}
+	r := cfg.Resilience
+	if got := r.CircuitBreaker["apikey"].ResetMS; got != 5000 {
+		t.Errorf("apikey reset_ms = %d, want 5000", got)
+	}
+	if r.RequestQueue.AutoEnableAPIKeyProviders == nil || *r.RequestQueue.AutoEnableAPIKeyProviders {
+		t.Errorf("request_queue.auto_enable_api_key_providers = %v, want false", r.RequestQueue.AutoEnableAPIKeyProviders)
+	}
+	if r.StreamRecovery.ContentStallTimeoutMS != 500 {
+		t.Errorf("content_stall_timeout_ms = %d, want 500", r.StreamRecovery.ContentStallTimeoutMS)
+	}
 }
