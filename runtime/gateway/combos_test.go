@@ -180,18 +180,36 @@ combos:
 
 func TestPreDispatchWaitsOutAShortTransientLockout(t *testing.T) {
 	h := start(t, strings.Replace(waitConfig, "LOCKMS", "1200", 1))
+	// Lock both targets with the wait switched off, so the setup request
+	// ends as a 429.
+	if code, _ := h.admin("PATCH", "/api/resilience", `{"combo_cooldown_wait": {"enabled": false}}`); code != 200 {
+		t.Fatal("patch")
+	}
 	h.setScript(`rules: [{responses: [{status: 429, times: 2, headers: {Retry-After: "1"}}, {status: 200}]}]`)
 	resp := h.post("/v1/chat/completions", chat("two", ""))
 	readBody(t, resp)
 	if resp.StatusCode != 429 {
 		t.Fatalf("both targets rate limited: %d", resp.StatusCode)
 	}
+	h.admin("PATCH", "/api/resilience", `{"combo_cooldown_wait": {"enabled": true}}`)
 	t0 := time.Now()
 	resp = h.post("/v1/chat/completions", chat("two", ""))
 	readBody(t, resp)
 	waited := time.Since(t0)
-	if resp.StatusCode != 200 || waited < time.Second {
-		t.Fatalf("pre-dispatch must wait the 1.2 s lockout out and re-dispatch: %d after %v", resp.StatusCode, waited)
+	if resp.StatusCode != 200 || waited < time.Second || resp.Header.Get("X-Breakwater-Attempts") != "1" {
+		t.Fatalf("pre-dispatch must wait the 1.2 s lockout out and re-dispatch: %d after %v (%s attempts)", resp.StatusCode, waited, resp.Header.Get("X-Breakwater-Attempts"))
+	}
+}
+
+func TestRequestAboutToEndAs429WaitsOutShortCooldowns(t *testing.T) {
+	h := start(t, strings.Replace(waitConfig, "LOCKMS", "1200", 1))
+	h.setScript(`rules: [{responses: [{status: 429, times: 2, headers: {Retry-After: "1"}}, {status: 200}]}]`)
+	t0 := time.Now()
+	resp := h.post("/v1/chat/completions", chat("two", ""))
+	readBody(t, resp)
+	if resp.StatusCode != 200 || time.Since(t0) < time.Second || resp.Header.Get("X-Breakwater-Attempts") != "3" {
+		t.Fatalf("want both 429s, a wait of the 1.2 s lock, then success: %d after %v (%s attempts)",
+			resp.StatusCode, time.Since(t0), resp.Header.Get("X-Breakwater-Attempts"))
 	}
 }
 

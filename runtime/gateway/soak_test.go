@@ -175,12 +175,12 @@ func TestSoakMixedLoadLatencyErrorsAndRSS(t *testing.T) {
 	mix := loadMix("m", "c")
 
 	var (
-		mu              sync.Mutex
-		all, hc         latencyHist // after warm-up: every request, health checks
-		total, failed   int         // whole run
-		chats, healthes int         // after warm-up
-		errs            []string
-		rss             = make([]int64, 0, 4*int(dur/time.Second)+8)
+		mu            sync.Mutex
+		all, hc       latencyHist // after warm-up: every request, health checks
+		total, failed int         // whole run
+		chats, checks int         // after warm-up
+		errs          []string
+		rss           = make([]int64, 0, 4*int(dur/time.Second)+8)
 		// heapWarm is the post-GC heap at the end of the warm-up (set by
 		// the RSS sampler, read after wg.Wait).
 		heapWarm uint64
@@ -204,7 +204,7 @@ func TestSoakMixedLoadLatencyErrorsAndRSS(t *testing.T) {
 		}
 		all.add(lat)
 		if health {
-			healthes++
+			checks++
 			hc.add(lat)
 		} else {
 			chats++
@@ -281,10 +281,10 @@ func TestSoakMixedLoadLatencyErrorsAndRSS(t *testing.T) {
 	p50, p95, p99 := all.percentile(0.50), all.percentile(0.95), all.percentile(0.99)
 	errRatio := float64(failed) / float64(max(total, 1))
 	t.Logf("soak %s (warm-up %s): %d requests (%.0f/s), after warm-up %d chat + %d health; latency p50 %s p95 %s p99 %s max %s (1 ms buckets); errors %d (%.3f %%)",
-		dur, warm, total, float64(total)/dur.Seconds(), chats, healthes, p50, p95, p99, all.max, failed, 100*errRatio)
+		dur, warm, total, float64(total)/dur.Seconds(), chats, checks, p50, p95, p99, all.max, failed, 100*errRatio)
 	t.Logf("health endpoint alone: p95 %s", hc.percentile(0.95))
-	if total < 100 || chats == 0 || healthes == 0 {
-		t.Fatalf("too little load to judge: %d requests (%d chat, %d health after warm-up)", total, chats, healthes)
+	if total < 100 || chats == 0 || checks == 0 {
+		t.Fatalf("too little load to judge: %d requests (%d chat, %d health after warm-up)", total, chats, checks)
 	}
 	if p95 >= soakP95Limit {
 		t.Errorf("p95 latency %s, limit %s", p95, soakP95Limit)

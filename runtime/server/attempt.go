@@ -70,7 +70,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 		}
 		return true, s.answerError(c, x, wire.InvalidRequest("body", err.Error()))
 	}
-	ticket, err := s.adm.Acquire(c.UserContext(), cd.Provider.ID, cd.Connection.ID, cd.Model)
+	ticket, err := s.adm.Acquire(s.baseCtx, cd.Provider.ID, cd.Connection.ID, cd.Model)
 	if err != nil {
 		s.admissionRefused(x, cd, err)
 		return false, nil

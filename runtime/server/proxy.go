@@ -246,31 +246,114 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 	wait := strategy.WaitSettings{Enabled: cw.Enabled, MaxWait: ms(cw.MaxWaitMS), MaxAttempts: cw.MaxAttempts, Budget: ms(cw.BudgetMS)}
 	budgetLeft := wait.Budget
 	for round := 0; ; round++ {
+		x.excluded = x.excluded[:0]
 		done, err := s.dispatchRound(c, x, req, body, cands, maxAttempts)
 		if done {
 			return err
 		}
-		if x.attempts > 0 || x.last != nil || x.admissionErr != nil {
+		if x.attempts == 0 && x.last == nil && x.admissionErr == nil {
+			if e := s.leaseCapacityError(x); e != nil {
+				return s.answerError(c, x, e)
+			}
+			// Pre-dispatch (RESILIENCE.md §6): nothing was attempted; wait
+			// out a short transient model lockout, or answer why not.
+			d := strategy.PreDispatch(wait, x.skips(), round, budgetLeft, s.clock.Now())
+			if d.Status == 0 || d.Code == strategy.CodeAllTargetsCooling {
+				if w, ok := s.transientWait(x, wait, round, budgetLeft); ok {
+					d = strategy.Decision{Wait: w}
+				}
+			}
+			if d.Status == 0 {
+				if !s.pause(d.Wait) {
+					return s.answerError(c, x, shuttingDown())
+				}
+				budgetLeft -= d.Wait
+				continue
+			}
+			return s.answerPreDispatch(c, x, d, len(cands))
+		}
+		// Attempts were made and every one failed. A request about to end
+		// as a 429 because of short transient cooldowns waits them out and
+		// re-dispatches (§6), within the attempt cap.
+		if x.attempts >= maxAttempts || x.last == nil || !x.last.outcome.Retryable || !transientReason(x.last.outcome.Reason) {
 			break
 		}
-		if e := s.leaseCapacityError(x); e != nil {
-			return s.answerError(c, x, e)
+		x.excluded = x.excluded[:0]
+		for _, cd := range cands {
+			if ex, excluded := s.eng.Peek(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
+				x.excluded = append(x.excluded, exclusionEntry{Reason: ex.Reason, until: ex.Until, detail: ex.Detail})
+			} else if !x.deadConns[cd.Connection] {
+				x.excluded = x.excluded[:0]
+				break // something is eligible again: no reason to wait
+			}
 		}
-		// Pre-dispatch (RESILIENCE.md §6): nothing was attempted; wait out a
-		// short transient model lockout, or answer why not.
-		d := strategy.PreDispatch(wait, x.skips(), round, budgetLeft, s.clock.Now())
-		if d.Status == 0 {
-			time.Sleep(d.Wait)
-			budgetLeft -= d.Wait
-			x.excluded = x.excluded[:0]
-			continue
+		w, ok := s.transientWait(x, wait, round, budgetLeft)
+		if !ok || !s.pause(w) {
+			break
 		}
-		return s.answerPreDispatch(c, x, d, len(cands))
+		budgetLeft -= w
 	}
 	if x.last == nil && x.admissionErr != nil {
 		return s.answerError(c, x, x.admissionErr)
 	}
 	return s.answerExhausted(c, x, len(cands))
+}
+
+// transientReason reports a rate-limit kind of failure that a short wait
+// may cure.
+func transientReason(r engine.Reason) bool {
+	return r == engine.ReasonRateLimit || r == engine.ReasonConcurrencyLimited
+}
+
+// transientWait decides whether the request's exclusions are all short
+// transient cooldowns or lockouts (rate_limit, concurrency_limited) that
+// end within the combo_cooldown_wait limits, and for how long to wait.
+func (s *Server) transientWait(x *exchange, w strategy.WaitSettings, round int, budgetLeft time.Duration) (time.Duration, bool) {
+	if !w.Enabled || len(x.excluded) == 0 || round >= min(w.MaxAttempts, strategy.MaxAttemptsCeiling) {
+		return 0, false
+	}
+	now := s.clock.Now()
+	var latest time.Time
+	for _, e := range x.excluded {
+		transient := e.Reason == engine.ExclusionModelLockout || e.Reason == engine.ExclusionConnectionCooldown
+		if !transient || !strategy.TransientDetail(e.detail) || e.until.IsZero() {
+			return 0, false
+		}
+		if e.until.After(latest) {
+			latest = e.until
+		}
+	}
+	// The earliest expiry frees one target; waiting for it is enough.
+	earliest := latest
+	for _, e := range x.excluded {
+		if e.until.Before(earliest) {
+			earliest = e.until
+		}
+	}
+	d := earliest.Sub(now)
+	if d <= 0 {
+		d = time.Millisecond
+	}
+	if d > min(w.MaxWait, strategy.MaxWaitCeiling) || d > budgetLeft {
+		return 0, false
+	}
+	return d, true
+}
+
+// pause sleeps for d unless the server shuts down first.
+func (s *Server) pause(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.baseCtx.Done():
+		return false
+	}
+}
+
+func shuttingDown() *wire.APIError {
+	return &wire.APIError{Status: 503, Type: "server_error", Code: "shutting_down", Message: "the gateway is shutting down", RetryAfter: time.Second}
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
@@ -288,7 +371,7 @@ func (x *exchange) skips() []strategy.Skip {
 // dispatchRound tries the candidates once, in order. It reports done when
 // the client has been answered.
 func (s *Server) dispatchRound(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cands []topology.Candidate, maxAttempts int) (bool, error) {
-	ctx := c.UserContext()
+	ctx := s.baseCtx
 	for _, cd := range cands {
 		if x.attempts >= maxAttempts {
 			break

@@ -87,9 +87,13 @@ type Server struct {
 	signals     *strategy.Signals
 	stratState  *strategy.StateStore
 	stopFlush   context.CancelFunc
-	policies    *policies.Pipeline
-	plugins     *plugins.Host
-	wall        *usagewall.Wall
+	// baseCtx ends when the server shuts down: queued admissions and
+	// cooldown waits give up then.
+	baseCtx    context.Context
+	cancelBase context.CancelFunc
+	policies   *policies.Pipeline
+	plugins    *plugins.Host
+	wall       *usagewall.Wall
 	// selfURL and internalToken let orchestrations call the gateway
 	// itself; selfClient is their HTTP client.
 	selfURL       string
@@ -140,6 +144,7 @@ func New(o Options) (*Server, error) {
 	s.reqPrefix = hex.EncodeToString(rnd[:]) + "-"
 	s.auth = newAuthenticator(o.Config)
 	s.store = o.Store
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.policies, s.plugins = o.Policies, o.Plugins
 	var admErrs []error
 	s.adm, admErrs = newAdmission(context.Background(), o.Config, o.Engine.Settings(), o.Store, osLookupEnv)
@@ -221,6 +226,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = time.Until(dl)
 	}
+	s.cancelBase()
 	err := s.app.ShutdownWithTimeout(timeout)
 	s.pool.Close()
 	s.stopFlush()
