@@ -129,8 +129,8 @@ func TestParseFlagsFire(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.fireRate != 50 || o.fireDuration != 20*time.Second || o.breakerReset != 5*time.Second ||
-		o.fireRetryHeader != "Retry-After: 1" || o.firePoll != 50*time.Millisecond || o.recoveryMax != 30*time.Second {
+	if o.fireRate != 10 || o.fireDuration != 20*time.Second || o.breakerReset != 5*time.Second ||
+		o.fireRetryHeader != "retry-after-ms: 200" || o.firePoll != 50*time.Millisecond || o.recoveryMax != 30*time.Second {
 		t.Errorf("fire defaults = %v req/s, %v, reset %v, %q, poll %v, recovery %v",
 			o.fireRate, o.fireDuration, o.breakerReset, o.fireRetryHeader, o.firePoll, o.recoveryMax)
 	}

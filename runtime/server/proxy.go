@@ -59,6 +59,9 @@ type exchange struct {
 	// deadConns are connections a connection-scoped quota outcome ruled
 	// out for the rest of this request.
 	deadConns map[*topology.Connection]bool
+	// failedHard are the candidates (by index) that failed in this request
+	// for a reason a short wait does not cure; later rounds skip them.
+	failedHard map[int]bool
 	// admissionErr is the last local admission refusal.
 	admissionErr *wire.APIError
 
@@ -245,8 +248,10 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 	cw := st.ComboCooldownWait
 	wait := strategy.WaitSettings{Enabled: cw.Enabled, MaxWait: ms(cw.MaxWaitMS), MaxAttempts: cw.MaxAttempts, Budget: ms(cw.BudgetMS)}
 	budgetLeft := wait.Budget
-	for round := 0; ; round++ {
+	waits := 0
+	for {
 		x.excluded = x.excluded[:0]
+		before := x.attempts
 		done, err := s.dispatchRound(c, x, req, body, cands, maxAttempts)
 		if done {
 			return err
@@ -257,9 +262,9 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 			}
 			// Pre-dispatch (RESILIENCE.md §6): nothing was attempted; wait
 			// out a short transient model lockout, or answer why not.
-			d := strategy.PreDispatch(wait, x.skips(), round, budgetLeft, s.clock.Now())
+			d := strategy.PreDispatch(wait, x.skips(), waits, budgetLeft, s.clock.Now())
 			if d.Status == 0 || d.Code == strategy.CodeAllTargetsCooling {
-				if w, ok := s.transientWait(x, wait, round, budgetLeft); ok {
+				if w, ok := s.transientWait(x, wait, waits, budgetLeft); ok {
 					d = strategy.Decision{Wait: w}
 				}
 			}
@@ -267,30 +272,36 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 				if !s.pause(d.Wait) {
 					return s.answerError(c, x, shuttingDown())
 				}
+				waits++
 				budgetLeft -= d.Wait
 				continue
 			}
 			return s.answerPreDispatch(c, x, d, len(cands))
 		}
 		// Attempts were made and every one failed. A request about to end
-		// as a 429 because of short transient cooldowns waits them out and
-		// re-dispatches (§6), within the attempt cap.
-		if x.attempts >= maxAttempts || x.last == nil || !x.last.outcome.Retryable || !transientReason(x.last.outcome.Reason) {
+		// in an error while its other targets sit in short transient
+		// cooldowns waits them out and re-dispatches (§6), within the
+		// attempt cap.
+		if x.attempts >= maxAttempts || x.last == nil || !x.last.outcome.Retryable {
 			break
 		}
 		x.excluded = x.excluded[:0]
-		for _, cd := range cands {
+		eligible := false
+		for i, cd := range cands {
 			if ex, excluded := s.eng.Peek(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
 				x.excluded = append(x.excluded, exclusionEntry{Reason: ex.Reason, until: ex.Until, detail: ex.Detail})
-			} else if !x.deadConns[cd.Connection] {
-				x.excluded = x.excluded[:0]
-				break // something is eligible again: no reason to wait
+			} else if !x.deadConns[cd.Connection] && !x.failedHard[i] {
+				eligible = true
 			}
 		}
-		w, ok := s.transientWait(x, wait, round, budgetLeft)
+		if eligible && x.attempts > before {
+			continue // a target became eligible while this round ran
+		}
+		w, ok := s.transientWait(x, wait, waits, budgetLeft)
 		if !ok || !s.pause(w) {
 			break
 		}
+		waits++
 		budgetLeft -= w
 	}
 	if x.last == nil && x.admissionErr != nil {
@@ -299,41 +310,27 @@ func (s *Server) dispatch(c *fiber.Ctx, x *exchange, req wire.Request, body []by
 	return s.answerExhausted(c, x, len(cands))
 }
 
-// transientReason reports a rate-limit kind of failure that a short wait
-// may cure.
-func transientReason(r engine.Reason) bool {
-	return r == engine.ReasonRateLimit || r == engine.ReasonConcurrencyLimited
-}
-
-// transientWait decides whether the request's exclusions are all short
-// transient cooldowns or lockouts (rate_limit, concurrency_limited) that
-// end within the combo_cooldown_wait limits, and for how long to wait.
+// transientWait decides whether to wait for the earliest of the
+// request's short transient exclusions (a connection cooldown or model
+// lockout for rate_limit or concurrency_limited) to end, within the
+// combo_cooldown_wait limits. Other exclusions (open breakers, terminal
+// states) stay excluded and do not prevent the wait.
 func (s *Server) transientWait(x *exchange, w strategy.WaitSettings, round int, budgetLeft time.Duration) (time.Duration, bool) {
-	if !w.Enabled || len(x.excluded) == 0 || round >= min(w.MaxAttempts, strategy.MaxAttemptsCeiling) {
+	if !w.Enabled || round >= min(w.MaxAttempts, strategy.MaxAttemptsCeiling) {
 		return 0, false
 	}
 	now := s.clock.Now()
-	var latest time.Time
+	var earliest time.Time
 	for _, e := range x.excluded {
 		transient := e.Reason == engine.ExclusionModelLockout || e.Reason == engine.ExclusionConnectionCooldown
-		if !transient || !strategy.TransientDetail(e.detail) || e.until.IsZero() {
-			return 0, false
-		}
-		if e.until.After(latest) {
-			latest = e.until
-		}
-	}
-	// The earliest expiry frees one target; waiting for it is enough.
-	earliest := latest
-	for _, e := range x.excluded {
-		if e.until.Before(earliest) {
+		if transient && strategy.TransientDetail(e.detail) && !e.until.IsZero() && (earliest.IsZero() || e.until.Before(earliest)) {
 			earliest = e.until
 		}
 	}
-	d := earliest.Sub(now)
-	if d <= 0 {
-		d = time.Millisecond
+	if earliest.IsZero() {
+		return 0, false
 	}
+	d := max(earliest.Sub(now), time.Millisecond)
 	if d > min(w.MaxWait, strategy.MaxWaitCeiling) || d > budgetLeft {
 		return 0, false
 	}
@@ -372,11 +369,11 @@ func (x *exchange) skips() []strategy.Skip {
 // the client has been answered.
 func (s *Server) dispatchRound(c *fiber.Ctx, x *exchange, req wire.Request, body []byte, cands []topology.Candidate, maxAttempts int) (bool, error) {
 	ctx := s.baseCtx
-	for _, cd := range cands {
+	for i, cd := range cands {
 		if x.attempts >= maxAttempts {
 			break
 		}
-		if x.deadConns[cd.Connection] {
+		if x.deadConns[cd.Connection] || x.failedHard[i] {
 			continue
 		}
 		if ex, excluded := s.eng.Check(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
@@ -401,6 +398,13 @@ func (s *Server) dispatchRound(c *fiber.Ctx, x *exchange, req wire.Request, body
 		s.comboOutcome(x, cd, false)
 		s.affinityFailed(x, cd)
 		o := x.last.outcome
+		if o.Reason != engine.ReasonRateLimit && o.Reason != engine.ReasonConcurrencyLimited {
+			// Not worth another try in this request after a wait.
+			if x.failedHard == nil {
+				x.failedHard = map[int]bool{}
+			}
+			x.failedHard[i] = true
+		}
 		if o.Scope == engine.ScopeConnection && o.Reason == engine.ReasonQuotaExhausted {
 			if x.deadConns == nil {
 				x.deadConns = map[*topology.Connection]bool{}
