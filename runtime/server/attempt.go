@@ -116,6 +116,9 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 			s.recordFailure(x, cd, 0, nil, nil, err)
 			return false, nil
 		}
+		if cd.Combo != nil {
+			s.observeQuota(cd, lowerHeaders(resp.Header))
+		}
 		if walled && try < maxWallRetries && s.wallRetry(ctx, cd, wcfg, resp.StatusCode, resp.Header, slow, t0) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 			resp.Body.Close()
