@@ -24,6 +24,9 @@ func (s *Server) adminRoutes() {
 	api.Post("/resilience/cooldowns", s.handleClearCooldowns)
 	api.Get("/resilience/model-cooldowns", s.handleListLockouts)
 	api.Post("/rate-limits", s.handleRateLimits)
+	api.Get("/combos", s.handleListCombos)
+	api.Put("/combos/:name", s.handlePutCombo)
+	api.Delete("/combos/:name", s.handleDeleteCombo)
 	api.Get("/policies", s.handleGetPolicies)
 	api.Put("/policies/operator-rules", s.handlePutOperatorRules)
 	api.Post("/policies/explain", s.handleExplain)
@@ -100,7 +103,7 @@ func (s *Server) handleResetBreakers(c *fiber.Ctx) error {
 		return s.adminError(c, e)
 	}
 	if req.Provider != "" {
-		if _, ok := s.topo.Provider(req.Provider); !ok {
+		if _, ok := s.routing.Load().topo.Provider(req.Provider); !ok {
 			return s.adminError(c, badRequest("provider", "unknown provider "+quote(req.Provider)))
 		}
 	}

@@ -117,7 +117,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 			return false, nil
 		}
 		if cd.Combo != nil {
-			s.observeQuota(cd, lowerHeaders(resp.Header))
+			s.observeQuota(x, cd, lowerHeaders(resp.Header))
 		}
 		if walled && try < maxWallRetries && s.wallRetry(ctx, cd, wcfg, resp.StatusCode, resp.Header, slow, t0) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))

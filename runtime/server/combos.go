@@ -16,13 +16,13 @@ type comboRoute struct {
 	targets []strategy.Target
 }
 
-// buildRoutes builds the strategy of every combo; an unknown strategy
-// name falls back to priority with a warning.
-func (s *Server) buildRoutes() {
-	s.comboRoutes = make(map[*topology.Combo]*comboRoute, len(s.topo.Combos))
+// buildRoutes builds the strategy of every combo of topo; an unknown
+// strategy name falls back to priority with a warning.
+func (s *Server) buildRoutes(topo *topology.Topology) map[*topology.Combo]*comboRoute {
+	routes := make(map[*topology.Combo]*comboRoute, len(topo.Combos))
 	var add func(c *topology.Combo)
 	add = func(c *topology.Combo) {
-		if _, ok := s.comboRoutes[c]; ok {
+		if _, ok := routes[c]; ok {
 			return
 		}
 		w := strategy.DefaultAutoWeights()
@@ -55,16 +55,17 @@ func (s *Server) buildRoutes() {
 			}
 			r.targets = append(r.targets, t)
 		}
-		s.comboRoutes[c] = r
+		routes[c] = r
 		for _, tg := range c.Targets {
 			if tg.Child != nil {
 				add(tg.Child)
 			}
 		}
 	}
-	for _, c := range s.topo.Combos {
+	for _, c := range topo.Combos {
 		add(c)
 	}
+	return routes
 }
 
 // strategyRequest describes a request to the strategies: prompt size
@@ -117,7 +118,7 @@ func (s *Server) planCombo(x *exchange, r *comboRoute, body []byte) []topology.C
 	seen := make([]bool, len(r.targets))
 	add := func(i int) {
 		if tg := &r.combo.Targets[i]; tg.Child != nil {
-			out = append(out, s.planCombo(x, s.comboRoutes[tg.Child], body)...)
+			out = append(out, s.planCombo(x, x.rt.routes[tg.Child], body)...)
 			return
 		}
 		out = r.combo.AppendCandidates(out, i)
@@ -139,7 +140,7 @@ func (s *Server) comboStart(x *exchange, cd topology.Candidate) {
 	if cd.Combo == nil {
 		return
 	}
-	r := s.comboRoutes[cd.Combo]
+	r := x.rt.routes[cd.Combo]
 	x.sig = s.signals.Start(r.targets[cd.Target].Key)
 	x.sigOn = true
 }
@@ -155,18 +156,18 @@ func (s *Server) comboOutcome(x *exchange, cd topology.Candidate, success bool) 
 		x.sig.Done(success)
 		x.sigOn = false
 	}
-	r := s.comboRoutes[cd.Combo]
+	r := x.rt.routes[cd.Combo]
 	r.strat.Report(x.sreq[cd.Combo], r.targets, cd.Target, success)
 }
 
 // observeQuota feeds upstream x-ratelimit-* headers of a combo candidate
 // to the quota-aware strategies.
-func (s *Server) observeQuota(cd topology.Candidate, h map[string]string) {
+func (s *Server) observeQuota(x *exchange, cd topology.Candidate, h map[string]string) {
 	if cd.Combo == nil || len(h) == 0 {
 		return
 	}
 	if q, ok := strategy.ParseQuotaHeaders(h, s.clock.Now()); ok {
-		s.signals.ObserveQuota(s.comboRoutes[cd.Combo].targets[cd.Target].Key, q)
+		s.signals.ObserveQuota(x.rt.routes[cd.Combo].targets[cd.Target].Key, q)
 	}
 }
 

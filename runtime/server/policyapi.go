@@ -74,7 +74,7 @@ func explainInput(s *Server, provider, connection, model string, status int, hea
 	in := engine.ErrorInput{Provider: provider, Connection: connection, Model: model, Status: status, Headers: h, Body: body,
 		Profile: engine.ProfileAPIKey, Now: time.Now()}
 	if s != nil {
-		if p, ok := s.topo.Provider(provider); ok {
+		if p, ok := s.routing.Load().topo.Provider(provider); ok {
 			in.Profile = p.Profile
 		}
 		in.Now = s.clock.Now()

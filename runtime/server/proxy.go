@@ -73,6 +73,8 @@ type exchange struct {
 	sigOn       bool
 	autoFactors string
 	relayed     bool
+	// rt is the routing view the request started with.
+	rt *routing
 	// responses marks an OpenAI Responses API call.
 	responses bool
 	// extraHeaders are upstream headers set by an on_request plugin.
@@ -144,7 +146,8 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format, responses bool) error {
 		}
 		c.Set("X-Breakwater-Warning", "background mode is not supported: the response was served synchronously")
 	}
-	res, ok := s.topo.Resolve(req.Model)
+	x.rt = s.routing.Load()
+	res, ok := x.rt.topo.Resolve(req.Model)
 	if !ok {
 		return s.answerError(c, x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", req.Model)})
@@ -177,7 +180,7 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format, responses bool) error {
 		if orchestrated(res.Combo) {
 			return s.runOrchestration(c, x, res.Combo, body)
 		}
-		r := s.comboRoutes[res.Combo]
+		r := x.rt.routes[res.Combo]
 		cands = s.planCombo(x, r, body)
 		if x.autoFactors != "" {
 			c.Set(strategy.AutoFactorsHeader, x.autoFactors)

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,7 +69,6 @@ type Options struct {
 // Serve, stop it with Shutdown. It is goroutine-safe.
 type Server struct {
 	cfg     *config.Config
-	topo    *topology.Topology
 	eng     *engine.Engine
 	pool    *upstream.Pool
 	clock   engine.Clock
@@ -79,14 +79,19 @@ type Server struct {
 	version string
 	ua      string
 
-	metrics     *metrics.Metrics
-	leases      *lease.Manager
-	pins        *affinity.Pins
-	adm         *admission.Manager
-	comboRoutes map[*topology.Combo]*comboRoute
-	signals     *strategy.Signals
-	stratState  *strategy.StateStore
-	stopFlush   context.CancelFunc
+	metrics *metrics.Metrics
+	leases  *lease.Manager
+	pins    *affinity.Pins
+	adm     *admission.Manager
+	// routing is the current topology with its combo strategies; the
+	// combos admin API swaps it atomically.
+	routing atomic.Pointer[routing]
+	comboMu sync.Mutex
+	// fileTopo is the topology of the configuration file.
+	fileTopo   *topology.Topology
+	signals    *strategy.Signals
+	stratState *strategy.StateStore
+	stopFlush  context.CancelFunc
 	// baseCtx ends when the server shuts down: queued admissions and
 	// cooldown waits give up then.
 	baseCtx    context.Context
@@ -107,8 +112,6 @@ type Server struct {
 	leasesInUse bool
 	reqPrefix   string
 	reqSeq      atomic.Uint64
-
-	modelsJSON []byte
 }
 
 // New builds a Server; it opens no socket.
@@ -125,7 +128,6 @@ func New(o Options) (*Server, error) {
 	sc := o.Config.Server
 	s := &Server{
 		cfg:     o.Config,
-		topo:    o.Topology,
 		eng:     o.Engine,
 		clock:   o.Clock,
 		log:     o.Logger.Named("server"),
@@ -160,7 +162,17 @@ func New(o Options) (*Server, error) {
 	if err := s.stratState.Load(context.Background()); err != nil {
 		s.log.Warn("loading strategy positions", "error", err)
 	}
-	s.buildRoutes()
+	s.fileTopo = o.Topology
+	apiCombos, err := s.loadAPICombos(context.Background())
+	if err != nil {
+		s.log.Warn("loading combos defined through the admin API", "error", err)
+	}
+	if err := s.setRouting(o.Topology, apiCombos); err != nil {
+		s.log.Warn("combos defined through the admin API no longer fit the configuration; ignoring them", "error", err)
+		if err := s.setRouting(o.Topology, nil); err != nil {
+			return nil, err
+		}
+	}
 	fctx, stop := context.WithCancel(context.Background())
 	s.stopFlush, s.flushDone = stop, make(chan struct{})
 	go func() { defer close(s.flushDone); s.flushStrategyState(fctx) }()
@@ -175,7 +187,6 @@ func New(o Options) (*Server, error) {
 			s.leasesInUse = true
 		}
 	}
-	s.modelsJSON = modelsList(o.Topology)
 
 	limit := sc.MaxRequestBytes
 	if limit <= 0 {
