@@ -1,120 +1,69 @@
 package affinity
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/engine"
+	"github.com/breakwater-dev/breakwater/runtime/store/memstore"
 )
 
-// memStore is a minimal in-memory engine.Store for these tests: TTLs judged
-// against clock, writes counted, the last TTL of each key recorded, and
-// reads failing on demand.
+// memStore wraps the gateway's in-memory store for these tests: writes and
+// reads counted, the last TTL of each key recorded, reads failing on
+// demand.
 type memStore struct {
-	clock    engine.Clock
+	engine.Store
 	mu       sync.Mutex
-	data     map[string]memItem
 	writes   int
-	ttls     map[string]time.Duration
 	reads    int
+	ttls     map[string]time.Duration
 	failRead atomic.Bool
 }
 
-type memItem struct {
-	value   []byte
-	expires time.Time
-}
-
-var (
-	_            engine.Store = (*memStore)(nil)
-	errStoreDown              = errors.New("store down")
-)
+var errStoreDown = errors.New("store down")
 
 func newMemStore(clock engine.Clock) *memStore {
-	return &memStore{clock: clock, data: map[string]memItem{}, ttls: map[string]time.Duration{}}
+	return &memStore{Store: memstore.New(clock), ttls: map[string]time.Duration{}}
 }
 
-func (m *memStore) live(key string) (memItem, bool) {
-	it, ok := m.data[key]
-	if ok && !it.expires.IsZero() && !m.clock.Now().Before(it.expires) {
-		delete(m.data, key)
-		return memItem{}, false
-	}
-	return it, ok
-}
-
-func (m *memStore) set(key string, value []byte, ttl time.Duration) {
-	it := memItem{value: bytes.Clone(value)}
-	if ttl > 0 {
-		it.expires = m.clock.Now().Add(ttl)
-	}
-	m.data[key] = it
-	m.ttls[key] = ttl
-	m.writes++
-}
-
-func (m *memStore) Get(_ context.Context, key string) ([]byte, bool, error) {
+func (m *memStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	m.mu.Lock()
+	m.reads++
+	m.mu.Unlock()
 	if m.failRead.Load() {
 		return nil, false, errStoreDown
 	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.reads++
-	it, ok := m.live(key)
-	return bytes.Clone(it.value), ok, nil
+	return m.Store.Get(ctx, key)
 }
 
-func (m *memStore) Put(_ context.Context, key string, value []byte, ttl time.Duration) error {
+func (m *memStore) Put(ctx context.Context, key string, value []byte, ttl time.Duration) error {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.set(key, value, ttl)
-	return nil
-}
-
-func (m *memStore) CompareAndSet(_ context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	it, ok := m.live(key)
-	if (old == nil && ok) || (old != nil && (!ok || !bytes.Equal(old, it.value))) {
-		return false, nil
-	}
-	if value == nil {
-		delete(m.data, key)
-		m.writes++
-	} else {
-		m.set(key, value, ttl)
-	}
-	return true, nil
-}
-
-func (m *memStore) Delete(_ context.Context, key string) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.data, key)
 	m.writes++
-	return nil
+	m.ttls[key] = ttl
+	m.mu.Unlock()
+	return m.Store.Put(ctx, key, value, ttl)
 }
 
-func (m *memStore) Scan(_ context.Context, prefix string) ([]engine.KV, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	var out []engine.KV
-	for k := range m.data {
-		if it, ok := m.live(k); ok && strings.HasPrefix(k, prefix) {
-			out = append(out, engine.KV{Key: k, Value: bytes.Clone(it.value)})
-		}
+func (m *memStore) CompareAndSet(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
+	ok, err := m.Store.CompareAndSet(ctx, key, old, value, ttl)
+	if ok {
+		m.mu.Lock()
+		m.writes++
+		m.ttls[key] = ttl
+		m.mu.Unlock()
 	}
-	slices.SortFunc(out, func(a, b engine.KV) int { return strings.Compare(a.Key, b.Key) })
-	return out, nil
+	return ok, err
 }
 
-func (m *memStore) Close() error { return nil }
+func (m *memStore) Delete(ctx context.Context, key string) error {
+	m.mu.Lock()
+	m.writes++
+	m.mu.Unlock()
+	return m.Store.Delete(ctx, key)
+}
 
 func (m *memStore) stats() (writes, reads int) {
 	m.mu.Lock()

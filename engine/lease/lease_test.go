@@ -28,7 +28,7 @@ func owner(n int) string {
 
 type fixture struct {
 	clock *engine.FakeClock
-	store *memStore
+	store engine.Store
 	m     *Manager
 }
 
