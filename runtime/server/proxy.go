@@ -727,16 +727,16 @@ func (s *Server) setRouteHeaders(c *fiber.Ctx, x *exchange, cd topology.Candidat
 }
 
 // copyResponseHeaders passes through the upstream headers a client may
-// use: content type, request ids and rate-limit information.
+// use: content type, request ids and rate-limit information. Names in an
+// http.Header are canonical, so they compare without lower-casing.
 func copyResponseHeaders(c *fiber.Ctx, h http.Header) {
 	for k, v := range h {
 		if len(v) == 0 {
 			continue
 		}
-		lk := strings.ToLower(k)
 		switch {
-		case lk == "content-type", lk == "x-request-id", lk == "request-id", lk == "retry-after",
-			strings.HasPrefix(lk, "x-ratelimit-"), strings.HasPrefix(lk, "anthropic-ratelimit-"), lk == "openai-processing-ms":
+		case k == "Content-Type", k == "X-Request-Id", k == "Request-Id", k == "Retry-After", k == "Openai-Processing-Ms",
+			strings.HasPrefix(k, "X-Ratelimit-"), strings.HasPrefix(k, "Anthropic-Ratelimit-"):
 			c.Set(k, v[0])
 		}
 	}
