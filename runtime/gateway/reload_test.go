@@ -1,0 +1,82 @@
+package gateway_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// TestPolicyReloadUnderLoadLosesNoRequest swaps operator rules (JSON and
+// .rego files) while 200 concurrent requests run: every request answers.
+func TestPolicyReloadUnderLoadLosesNoRequest(t *testing.T) {
+	dir := t.TempDir()
+	cfg := strings.Replace(policyConfig, "state: {backend: memory}", fmt.Sprintf("state: {backend: memory}\npolicies: {dir: %q}", dir), 1)
+	h := start(t, cfg)
+	// a1 fails with a 429 the operator rules classify; a2 always answers.
+	h.setScript(`rules: [{key: sk-a1, responses: [{status: 429, body: '{"error":{"message":"please slow down"}}'}]}]`)
+	_, pol0 := h.admin("GET", "/api/policies", "")
+	rev0 := pol0["status"].(map[string]any)["revision"]
+	stop := make(chan struct{})
+	var swaps sync.WaitGroup
+	swaps.Add(1)
+	go func() {
+		defer swaps.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ms := 1000 + i%5*1000
+			h.admin("PUT", "/api/policies/operator-rules",
+				fmt.Sprintf(`[{"provider":"alpha","status":429,"match":"slow down","scope":"connection","reason":"rate_limit","cooldown_ms":%d}]`, ms))
+			rule := fmt.Sprintf(`package breakwater.operator
+
+classify := {"id": "reload.%d", "reason": "rate_limit", "scope": "connection", "cooldown_ms": 1000} if {
+	input.provider == "alpha"
+	input.status == 429
+}
+`, i)
+			_ = os.WriteFile(filepath.Join(dir, "reload.rego"), []byte(rule), 0o644)
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	bad := map[int]int{}
+	for i := 0; i < 200; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp := h.post("/v1/chat/completions", chat("alpha/m", ""))
+			readBody(t, resp)
+			if resp.StatusCode != 200 {
+				mu.Lock()
+				bad[resp.StatusCode]++
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	swaps.Wait()
+	if len(bad) != 0 {
+		t.Fatalf("requests lost during policy reloads: %v", bad)
+	}
+	waitFor(t, "the operator file to be loaded", func() bool {
+		_, p := h.admin("GET", "/api/policies", "")
+		return p["status"].(map[string]any)["revision"] != rev0
+	})
+	if h.mock.Stats().ByKey["sk-a1"].Calls == 0 {
+		t.Fatal("the failure path was never exercised")
+	}
+	_, pol := h.admin("GET", "/api/policies", "")
+	st := pol["status"].(map[string]any)
+	if st["last_error"] != nil && st["last_error"] != "" {
+		t.Fatalf("a valid operator file was rejected: %v", st["last_error"])
+	}
+}
