@@ -81,5 +81,9 @@
 // The pipeline runs on every failed attempt, so the built-in policies are
 // written for OPA's rule index (each classification rule tests
 // input.provider or input.status against a constant first) and evaluate a
-// few built-ins each; BenchmarkRestateAndClassify measures one attempt.
+// few built-ins each. One Rego evaluation serves an attempt, a restated
+// one included (data.breakwater.pipeline.judged classifies the status a
+// Rego restatement yields with `with input.status as ...`); a second one
+// runs only after an operator JSON rule or the plugin restated the status.
+// BenchmarkRestateAndClassify measures one attempt.
 package policies

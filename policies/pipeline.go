@@ -59,9 +59,12 @@ type Options struct {
 // (data.breakwater.operator.classify), the built-in catalogue
 // (data.breakwater.classify), then engine.DefaultClassifier.
 //
-// One Rego evaluation gathers the decisions for the status as sent; after
-// a restatement a second one gathers the classifications for the restated
-// status (data.breakwater.pipeline). The Rego policies are compiled once
+// One Rego evaluation (data.breakwater.pipeline.judged) gathers the
+// restatements for the status as sent and the classifications for the
+// status the first valid Rego restatement yields; a second one gathers the
+// classifications again only when the status settled on differs (a
+// restatement by an operator rule or the plugin, which Rego has not seen).
+// The Rego policies are compiled once
 // per revision into prepared queries, held behind an atomic pointer and
 // shared by every goroutine; a reload or a rules change swaps the pointer,
 // and an evaluation in flight finishes on the revision it started with.
@@ -116,13 +119,25 @@ type queries struct {
 	// classified gathers the classifications only, evaluated again with
 	// the restated status (data.breakwater.pipeline.classified).
 	classified rego.PreparedEvalQuery
+	// judged gathers the restatements for the status as sent and the
+	// classifications for the effective status, in one evaluation
+	// (data.breakwater.pipeline.judged, or judged_builtin when no module
+	// is an operator policy).
+	judged rego.PreparedEvalQuery
 }
 
 // The pipeline queries.
 const (
 	decisionsQuery  = "data.breakwater.pipeline.decisions"
 	classifiedQuery = "data.breakwater.pipeline.classified"
+	judgedQuery     = "data.breakwater.pipeline.judged"
+	// judgedBuiltinQuery is judgedQuery for a policy set without operator
+	// policies: it skips the lookups of the absent operator decisions.
+	judgedBuiltinQuery = "data.breakwater.pipeline.judged_builtin"
 )
+
+// operatorRoot is the root of the operator policies' documents.
+var operatorRoot = ast.MustParseRef("data." + OperatorPackage)
 
 // reloadAttempt records the last operator file load.
 type reloadAttempt struct {
@@ -184,11 +199,18 @@ func prepareQueries(ctx context.Context, modules map[string]*ast.Module) (querie
 	if c.Compile(modules); c.Failed() {
 		return queries{}, c.Errors
 	}
+	judged := judgedBuiltinQuery
+	for _, m := range modules {
+		if m.Package.Path.HasPrefix(operatorRoot) {
+			judged = judgedQuery
+			break
+		}
+	}
 	var q queries
 	for _, x := range []struct {
 		query string
 		pq    *rego.PreparedEvalQuery
-	}{{decisionsQuery, &q.decisions}, {classifiedQuery, &q.classified}} {
+	}{{decisionsQuery, &q.decisions}, {classifiedQuery, &q.classified}, {judged, &q.judged}} {
 		pq, err := rego.New(rego.Query(x.query), rego.Compiler(c)).PrepareForEval(ctx)
 		if err != nil {
 			return queries{}, fmt.Errorf("prepare %s: %w", x.query, err)
@@ -238,6 +260,9 @@ type regoResult struct {
 	// classifications were left out.
 	restating         bool
 	operator, builtin map[string]any
+	// status is the status operator and builtin were judged with (judged
+	// query only; 0 when absent).
+	status int
 }
 
 // run is Classify with an optional trace for Explain.
@@ -256,12 +281,14 @@ func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decis
 	if now.IsZero() {
 		now = p.clock.Now()
 	}
+	doc := newInputDoc(&in, original, now)
 	tr.addf("input: provider=%s status=%d body=%d bytes", in.Provider, original, len(in.Body))
 
 	// Restatement: operator rules; then one evaluation gathering the Rego
-	// decisions for the status as sent; then the plugin. After a
-	// restatement the Rego classifications are gathered again for the
-	// restated status.
+	// restatements for the status as sent, and the Rego classifications
+	// for the status the first valid one yields; then the plugin. When the
+	// status settled on differs from the one Rego judged with, the Rego
+	// classifications are gathered again for it.
 	var rs *restatement
 	for i := range st.rules {
 		c := &st.rules[i]
@@ -274,9 +301,13 @@ func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decis
 	var rr regoResult
 	if rs != nil {
 		tr.addf("restate rego: skipped, already restated")
-		rr = p.eval(ctx, st, false, &in, rs.to, original, now, tr)
+		rr = p.eval(ctx, st, false, doc, rs.to, tr)
 	} else {
-		rr = p.eval(ctx, st, true, &in, original, original, now, tr)
+		var judged bool
+		rr, judged = p.judge(ctx, st, doc)
+		if !judged {
+			rr = p.eval(ctx, st, true, doc, original, tr)
+		}
 		rs = p.regoRestatement(st, SourceOperator, rr.operatorRestate, original, tr)
 		if rs == nil {
 			rs = p.regoRestatement(st, SourceBuiltin, rr.builtinRestate, original, tr)
@@ -291,13 +322,24 @@ func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decis
 			rs = p.pluginRestate(ctx, &in, original)
 			tr.restate("plugin", rs, original)
 		}
+		settled := original
+		if rs != nil {
+			settled = rs.to
+		}
 		switch {
+		case judged:
+			// Rego judged the classifications with rr.status; a plugin's
+			// restatement (or a restatement Rego took for valid and Go
+			// did not) needs them for another status.
+			if rr.status != settled {
+				rr = p.eval(ctx, st, false, doc, settled, tr)
+			}
 		case rs != nil:
-			rr = p.eval(ctx, st, false, &in, rs.to, original, now, tr)
+			rr = p.eval(ctx, st, false, doc, rs.to, tr)
 		case rr.restating:
 			// The proposed restatements were invalid or a no-op: classify
 			// the status as sent.
-			rr = p.eval(ctx, st, false, &in, original, original, now, tr)
+			rr = p.eval(ctx, st, false, doc, original, tr)
 		}
 	}
 	status := original
@@ -390,8 +432,8 @@ func defaultScope(r engine.Reason) engine.Scope {
 // always terminates, the policies cannot reach the network, and a context
 // with a deadline costs a goroutine per evaluation. On an evaluation error
 // it falls back to the built-in-only queries.
-func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, in *engine.ErrorInput, status, original int, now time.Time, tr *tracer) regoResult {
-	input := regoInput(in, status, original, status != original, now)
+func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *inputDoc, status int, tr *tracer) regoResult {
+	input := doc.value(status)
 	pick := func(q queries) rego.PreparedEvalQuery {
 		if full {
 			return q.decisions
@@ -414,6 +456,19 @@ func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, in *e
 	return decodeResult(rs)
 }
 
+// judge evaluates the judged query of revision st for in, as sent. It
+// reports false, counting and logging nothing, when the evaluation fails:
+// the caller then takes the two-query path, which falls back per query to
+// the built-in policies as eval does.
+func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc) (regoResult, bool) {
+	rs, err := st.queries.judged.Eval(ctx, rego.EvalParsedInput(doc.value(doc.original)))
+	if err != nil {
+		return regoResult{}, false
+	}
+	rr := decodeResult(rs)
+	return rr, rr.status != 0
+}
+
 // inputKeys are the input document's keys, built once.
 var inputKeys = struct {
 	provider, connection, model, profile, status, originalStatus, restated,
@@ -426,34 +481,90 @@ var inputKeys = struct {
 	ast.StringTerm("text"), ast.StringTerm("now_ms"),
 }
 
-// regoInput builds the input document (see the package documentation).
-// text is the lower-cased bounded body, error code and type, joined by
-// spaces: data.breakwater.lib.text.
-func regoInput(in *engine.ErrorInput, status, original int, restated bool, now time.Time) ast.Value {
+// inputDoc builds the input documents (see the package documentation) of
+// one attempt: the parts that do not depend on the status (headers, error,
+// body and text) are built once and shared by every document it returns.
+// It is used by one goroutine.
+type inputDoc struct {
+	in       *engine.ErrorInput
+	original int
+	now      *ast.Term
+	hdr      *ast.Term
+	errObj   *ast.Term
+	body     *ast.Term
+	text     *ast.Term
+}
+
+// newInputDoc prepares the input documents of in, whose status as sent is
+// original, at now.
+func newInputDoc(in *engine.ErrorInput, original int, now time.Time) *inputDoc {
 	k := &inputKeys
 	hdr := ast.NewObject()
 	for name, v := range in.Headers {
 		hdr.Insert(ast.StringTerm(strings.ToLower(name)), ast.StringTerm(v))
 	}
 	body := boundBody(in.Body)
-	text := strings.ToLower(body + " " + in.ErrorCode + " " + in.ErrorType)
-	return ast.NewObject(
-		[2]*ast.Term{k.provider, ast.StringTerm(in.Provider)},
-		[2]*ast.Term{k.connection, ast.StringTerm(in.Connection)},
-		[2]*ast.Term{k.model, ast.StringTerm(in.Model)},
-		[2]*ast.Term{k.profile, ast.StringTerm(string(in.Profile))},
-		[2]*ast.Term{k.status, ast.InternedTerm(status)},
-		[2]*ast.Term{k.originalStatus, ast.InternedTerm(original)},
-		[2]*ast.Term{k.restated, ast.InternedTerm(restated)},
-		[2]*ast.Term{k.headers, ast.NewTerm(hdr)},
-		[2]*ast.Term{k.errorObj, ast.ObjectTerm(
+	return &inputDoc{
+		in:       in,
+		original: original,
+		now:      ast.IntNumberTerm(int(now.UnixMilli())),
+		hdr:      ast.NewTerm(hdr),
+		errObj: ast.ObjectTerm(
 			[2]*ast.Term{k.code, ast.StringTerm(in.ErrorCode)},
 			[2]*ast.Term{k.typ, ast.StringTerm(in.ErrorType)},
-		)},
-		[2]*ast.Term{k.body, ast.StringTerm(body)},
-		[2]*ast.Term{k.text, ast.StringTerm(text)},
-		[2]*ast.Term{k.nowMS, ast.IntNumberTerm(int(now.UnixMilli()))},
+		),
+		body: ast.StringTerm(body),
+		text: ast.StringTerm(lowerText(body, in.ErrorCode, in.ErrorType)),
+	}
+}
+
+// value returns the input document for status (input.restated is true
+// when it differs from the status as sent).
+func (d *inputDoc) value(status int) ast.Value {
+	k := &inputKeys
+	return ast.NewObject(
+		[2]*ast.Term{k.provider, ast.StringTerm(d.in.Provider)},
+		[2]*ast.Term{k.connection, ast.StringTerm(d.in.Connection)},
+		[2]*ast.Term{k.model, ast.StringTerm(d.in.Model)},
+		[2]*ast.Term{k.profile, ast.StringTerm(string(d.in.Profile))},
+		[2]*ast.Term{k.status, ast.InternedTerm(status)},
+		[2]*ast.Term{k.originalStatus, ast.InternedTerm(d.original)},
+		[2]*ast.Term{k.restated, ast.InternedTerm(status != d.original)},
+		[2]*ast.Term{k.headers, d.hdr},
+		[2]*ast.Term{k.errorObj, d.errObj},
+		[2]*ast.Term{k.body, d.body},
+		[2]*ast.Term{k.text, d.text},
+		[2]*ast.Term{k.nowMS, d.now},
 	)
+}
+
+// lowerText is strings.ToLower(body + " " + code + " " + typ)
+// (data.breakwater.lib.text), built with one copy when all three are
+// ASCII.
+func lowerText(body, code, typ string) string {
+	n := len(body) + len(code) + len(typ) + 2
+	for _, s := range [...]string{body, code, typ} {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= utf8.RuneSelf {
+				return strings.ToLower(body + " " + code + " " + typ)
+			}
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for i, s := range [...]string{body, code, typ} {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		for j := 0; j < len(s); j++ {
+			c := s[j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			b.WriteByte(c)
+		}
+	}
+	return b.String()
 }
 
 // boundBody cuts body to MaxBodyBytes on a rune boundary.
@@ -480,6 +591,9 @@ func decodeResult(rs rego.ResultSet) regoResult {
 	out.restating, _ = m["restating"].(bool)
 	out.operator, _ = m["operator"].(map[string]any)
 	out.builtin, _ = m["builtin"].(map[string]any)
+	if s, ok := asInt(m["status"]); ok && s >= 100 && s <= 599 {
+		out.status = int(s)
+	}
 	return out
 }
 
