@@ -175,7 +175,9 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format, responses bool) error {
 	if e := s.prepareLease(c, x); e != nil {
 		return s.answerError(c, x, e)
 	}
-	x.session = affinity.SessionID(func(h string) string { return c.Get(h) })
+	// Cloned: the stream finaliser pins the session after the handler
+	// returned, when Fiber has reused the request's buffers.
+	x.session = strings.Clone(affinity.SessionID(func(h string) string { return c.Get(h) }))
 	if res.Combo != nil {
 		if orchestrated(res.Combo) {
 			return s.runOrchestration(c, x, res.Combo, body)
@@ -555,12 +557,12 @@ func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Can
 	}
 	if cd.Provider.Kind == topology.KindAnthropic {
 		h.Set("x-api-key", cd.Connection.APIKey)
-		v := c.Get("anthropic-version")
+		v := strings.Clone(c.Get("anthropic-version"))
 		if v == "" {
 			v = "2023-06-01"
 		}
 		h.Set("anthropic-version", v)
-		if b := c.Get("anthropic-beta"); b != "" {
+		if b := strings.Clone(c.Get("anthropic-beta")); b != "" {
 			h.Set("anthropic-beta", b)
 		}
 	} else {
