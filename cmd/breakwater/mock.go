@@ -28,7 +28,7 @@ func newMockCommand(g *globalFlags) *cobra.Command {
 					return fmt.Errorf("loading mock script: %w", err)
 				}
 			}
-			m := mock.New(script, log.Named("mock"))
+			m := mock.New(script, log)
 			addr, err := m.Start(listen)
 			if err != nil {
 				return err

@@ -47,7 +47,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 			var cfg *config.Config
 			var demoMock *mock.Server
 			if cfgPath == "" {
-				demoMock = mock.New(nil, log.Named("demo.mock"))
+				demoMock = mock.New(nil, log.Named("demo"))
 				mockAddr, err := demoMock.Start("127.0.0.1:0")
 				if err != nil {
 					return fmt.Errorf("starting the demo's mock upstream: %w", err)

@@ -64,7 +64,7 @@ func startWith(t testing.TB, cfgYAML string, clock engine.Clock) *harness {
 	t.Helper()
 	logs := &syncBuffer{}
 	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Debug, Output: logs})
-	m := mock.New(nil, log.Named("mock"))
+	m := mock.New(nil, log)
 	maddr, err := m.Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("starting mock: %v", err)
