@@ -570,5 +570,11 @@ func TestChaosZeroClientFailuresWhileBreakersOpenAndRecover(t *testing.T) {
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 		// fasthttp's worker-pool cleaner checks its stop channel only
 		// between 10 s sleeps, so it outlives a shutdown by up to 10 s.
-		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"))
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		// The upstream client's idle-connection cleaners (one per client
+		// and per upstream host) sleep between sweeps and end once no idle
+		// connection is left, up to MaxIdleConnDuration (90 s) later; their
+		// connections are closed at shutdown.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"))
 }

@@ -84,6 +84,11 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	cancel := func() { cancelCtx(); ticket.Release() }
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
 	wcfg, walled := wallConfig(cd)
+	if !x.stream && !walled && !cd.Provider.EgressBucketed && upstream.Buffers(route) {
+		cancelCtx()
+		defer ticket.Release()
+		return s.bufferedAttempt(c, x, cd, out, route, budget)
+	}
 	t0 := time.Now()
 	var resp *http.Response
 	for try := 0; ; try++ {
@@ -149,7 +154,45 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 		s.recordFailure(x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
 		return false, nil
 	}
+	return s.finishBuffered(c, x, cd, resp.StatusCode, resp.Header, rb)
+}
+
+// bufferedAttempt makes a non-streaming call on the synchronous client
+// (see upstream.DoBuffered): the whole answer within the first-byte
+// timeout, and within the execution budget.
+func (s *Server) bufferedAttempt(c *fiber.Ctx, x *exchange, cd topology.Candidate, out []byte, route upstream.Route, budget time.Duration) (bool, error) {
+	h := s.upstreamHeaders(c, cd, false, x.extraHeaders)
+	t0 := time.Now()
+	limit := min(budget, s.pool.Timeouts().FirstByte)
+	b, err := s.pool.DoBuffered(http.MethodPost, s.upstreamURL(cd, x.responses), h, out, route, t0.Add(limit))
+	x.upstreamTime += time.Since(t0)
+	if err != nil {
+		if errors.Is(err, upstream.ErrDeadline) && budget <= s.pool.Timeouts().FirstByte {
+			return true, s.answerError(c, x, executionTimeout(cd, budget))
+		}
+		s.recordFailure(x, cd, 0, nil, nil, err)
+		return false, nil
+	}
+	if cd.Combo != nil {
+		s.observeQuota(x, cd, lowerHeaders(b.Header))
+	}
+	if b.Status < 200 || b.Status > 299 {
+		eb := b.Body
+		if len(eb) > maxErrorBody {
+			eb = eb[:maxErrorBody]
+		}
+		s.recordFailure(x, cd, b.Status, b.Header, eb, nil)
+		s.pace(x, cd, eb)
+		return false, nil
+	}
+	return s.finishBuffered(c, x, cd, b.Status, b.Header, b.Body)
+}
+
+// finishBuffered answers the client with a whole 2xx upstream answer,
+// translated when the provider speaks the other format.
+func (s *Server) finishBuffered(c *fiber.Ctx, x *exchange, cd topology.Candidate, status int, h http.Header, rb []byte) (bool, error) {
 	if crossFormat(x.format, cd.Provider) {
+		var err error
 		if x.format == wire.FormatOpenAI {
 			rb, err = translate.AnthropicToOpenAIResponse(rb, cd.Model)
 		} else {
@@ -161,15 +204,15 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 			s.recordFailure(x, cd, 502, nil, nil, fmt.Errorf("translating the upstream answer: %w", err))
 			return false, nil
 		}
-		resp.Header.Set("Content-Type", "application/json")
+		h.Set("Content-Type", "application/json")
 	}
 	x.final = cd
 	s.recordSuccess(x, cd)
 	s.setRouteHeaders(c, x, cd)
-	copyResponseHeaders(c, resp.Header)
-	c.Status(resp.StatusCode)
-	err = c.Send(rb)
-	s.logAccess(x, resp.StatusCode, "")
+	copyResponseHeaders(c, h)
+	c.Status(status)
+	err := c.Send(rb)
+	s.logAccess(x, status, "")
 	return true, err
 }
 

@@ -523,24 +523,35 @@ func (s *Server) pace(x *exchange, cd topology.Candidate, body []byte) {
 	}
 }
 
-// buildRequest prepares the upstream request for a candidate: the
-// connection's credential replaces the client's, and only an allowlist of
-// client headers is forwarded (never client keys, session or lease
-// headers).
+// buildRequest prepares the upstream request for a candidate.
 func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Candidate, body []byte, stream, responses bool, extra map[string]string) (*http.Request, error) {
-	var url string
-	if responses {
-		url = cd.Provider.BaseURL + "/responses"
-	} else if cd.Provider.Kind == topology.KindAnthropic {
-		url = cd.Provider.BaseURL + "/messages"
-	} else {
-		url = cd.Provider.BaseURL + "/chat/completions"
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.upstreamURL(cd, responses), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building upstream request for %s: %w", cd.Provider.ID, err)
 	}
-	h := hreq.Header
+	hreq.Header = s.upstreamHeaders(c, cd, stream, extra)
+	return hreq, nil
+}
+
+// upstreamURL is the endpoint of a candidate's provider.
+func (s *Server) upstreamURL(cd topology.Candidate, responses bool) string {
+	switch {
+	case responses:
+		return cd.Provider.BaseURL + "/responses"
+	case cd.Provider.Kind == topology.KindAnthropic:
+		return cd.Provider.BaseURL + "/messages"
+	default:
+		return cd.Provider.BaseURL + "/chat/completions"
+	}
+}
+
+// upstreamHeaders are the headers of an upstream request: the
+// connection's credential replaces the client's, and only an allowlist of
+// client headers is forwarded (never client keys, session or lease
+// headers); an on_request plugin may add or remove headers, never the
+// credential.
+func (s *Server) upstreamHeaders(c *fiber.Ctx, cd topology.Candidate, stream bool, extra map[string]string) http.Header {
+	h := make(http.Header, 6)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", s.ua)
 	if stream {
@@ -568,7 +579,7 @@ func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Can
 	} else {
 		h.Set("Authorization", "Bearer "+cd.Connection.APIKey)
 	}
-	return hreq, nil
+	return h
 }
 
 // recordFailure classifies a failed attempt, records it in the engine and

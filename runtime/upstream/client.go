@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"sync"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 // Timeouts are the upstream client's time limits. A zero field takes the
@@ -66,6 +68,7 @@ type Pool struct {
 
 	mu      sync.Mutex
 	clients map[Route]*http.Client
+	fast    map[Route]*fasthttp.Client
 }
 
 // NewPool returns a Pool whose clients use the given timeouts.
@@ -130,6 +133,9 @@ func (p *Pool) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, c := range p.clients {
+		c.CloseIdleConnections()
+	}
+	for _, c := range p.fast {
 		c.CloseIdleConnections()
 	}
 }

@@ -110,3 +110,48 @@ func TestDefaults(t *testing.T) {
 		t.Fatalf("timeouts %+v", got)
 	}
 }
+
+func TestDoBufferedReadsTheWholeAnswerFromTheBoundAddress(t *testing.T) {
+	var remote, auth string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		remote, auth = r.RemoteAddr, r.Header.Get("Authorization")
+		w.Header().Set("X-Ratelimit-Remaining-Requests", "7")
+		w.WriteHeader(429)
+		_, _ = io.WriteString(w, `{"error":"slow down"}`)
+	}))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	if !Buffers(Route{LocalAddress: "127.0.0.4"}) || Buffers(Route{ProxyURL: "http://127.0.0.1:1"}) {
+		t.Fatal("Buffers: direct routes use the synchronous client, proxied ones do not")
+	}
+	h := http.Header{}
+	h.Set("Authorization", "Bearer k")
+	b, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", h, []byte(`{}`), Route{LocalAddress: "127.0.0.4"}, time.Now().Add(5*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if host, _, _ := net.SplitHostPort(remote); host != "127.0.0.4" || auth != "Bearer k" {
+		t.Fatalf("upstream saw %s with %q", remote, auth)
+	}
+	if b.Status != 429 || string(b.Body) != `{"error":"slow down"}` || b.Header.Get("X-Ratelimit-Remaining-Requests") != "7" {
+		t.Fatalf("answer %d %q %v", b.Status, b.Body, b.Header)
+	}
+}
+
+func TestDoBufferedDeadline(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	defer close(release)
+	p := NewPool(Timeouts{})
+	_, err := p.DoBuffered(http.MethodGet, srv.URL, nil, nil, Route{}, time.Now().Add(100*time.Millisecond))
+	if !errors.Is(err, ErrDeadline) {
+		t.Fatalf("want ErrDeadline, got %v", err)
+	}
+}
