@@ -32,6 +32,10 @@ const (
 	fireDownStatus = http.StatusServiceUnavailable
 	// fireContentStallMS is the gateway's content-stall watchdog budget.
 	fireContentStallMS = 500
+	// fireWaitAttempts is combo_cooldown_wait.max_attempts under fire: with
+	// 30 % 429s on every healthy connection, the default 2 waits leave
+	// about 1-3 % of requests ending as 429.
+	fireWaitAttempts = 4
 	// fireStreamShare of the requests are streams.
 	fireStreamShare = 0.5
 	// fire429Body is the 429 body: OpenAI-shaped, with no reset text of
@@ -80,6 +84,7 @@ func (b *bench) underFire(ctx context.Context) error {
 	cfg := proc.FireGatewayConfig(proc.FireConfig{
 		Listen: fmt.Sprintf("127.0.0.1:%d", port), DataDir: filepath.Join(b.dir, "data-fire"), MockAddr: b.mock.Addr,
 		BreakerResetMS: b.o.breakerReset.Milliseconds(), ContentStallTimeoutMS: fireContentStallMS,
+		CooldownWaitAttempts: fireWaitAttempts,
 	})
 	child, err := proc.StartGatewayWith(ctx, b.bin, b.dir, "gateway-fire", cfg)
 	if err != nil {
@@ -99,8 +104,9 @@ func (b *bench) underFire(ctx context.Context) error {
 		RateLimitedPct: fire429Pct, RetryHeader: strings.TrimSpace(hdrName) + ": " + strings.TrimSpace(hdrValue),
 		StreamStallPct: fireStallPct, StallMS: fireStallMS, DownStatus: fireDownStatus,
 		BreakerResetMS: b.o.breakerReset.Milliseconds(), ContentStallTimeoutMS: fireContentStallMS,
-		PollMS:           float64(b.o.firePoll) / float64(time.Millisecond),
-		CapacityBoundRPS: capacityBound(len(proc.FireKeys("")), fire429Pct/100.0, pOK, hint),
+		CooldownWaitAttempts: fireWaitAttempts,
+		PollMS:               float64(b.o.firePoll) / float64(time.Millisecond),
+		CapacityBoundRPS:     capacityBound(len(proc.FireKeys("")), fire429Pct/100.0, pOK, hint),
 	}}
 	b.rep.UnderFire = res
 

@@ -39,6 +39,7 @@ type FireSetup struct {
 	DownStatus            int   `json:"down_status"`
 	BreakerResetMS        int64 `json:"breaker_reset_ms"`
 	ContentStallTimeoutMS int64 `json:"content_stall_timeout_ms"`
+	CooldownWaitAttempts  int   `json:"combo_cooldown_wait_max_attempts"`
 	// PollMS is the requested breaker poll interval.
 	PollMS float64 `json:"poll_ms"`
 	// CapacityBoundRPS is the most successes per second the up provider's
@@ -268,11 +269,11 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 			"`%s`, hard down (every call answers %d), then `%s`, where %.0f %% of the calls answer 429 with `%s` "+
 			"and %.0f %% of the streams stall before the first content byte (for %d ms, then end without `[DONE]`). "+
 			"Gateway settings: breaker defaults except `reset_ms: %d` (shortened from 30 s so probes and recovery fit in the run), "+
-			"`content_stall_timeout_ms: %d`, request queue not auto-enabled. "+
+			"`content_stall_timeout_ms: %d`, `combo_cooldown_wait.max_attempts: %d` (default 2: a request may wait out short rate-limit cooldowns that many times), request queue not auto-enabled. "+
 			"Open loop, the same schedule for both columns; direct = straight to the mock with the flaky provider's first key, so the client sees the faults raw. "+
 			"Added latency compares successful requests only.\n\n",
 			len(s.Providers), s.ConnectionsPerProvider, s.Providers[0], s.DownStatus, s.Providers[len(s.Providers)-1],
-			s.RateLimitedPct, s.RetryHeader, s.StreamStallPct, s.StallMS, s.BreakerResetMS, s.ContentStallTimeoutMS)
+			s.RateLimitedPct, s.RetryHeader, s.StreamStallPct, s.StallMS, s.BreakerResetMS, s.ContentStallTimeoutMS, s.CooldownWaitAttempts)
 		if s.CapacityBoundRPS > 0 {
 			fmt.Fprintf(b, "Capacity bound: while every 429 cools its connection for the wait it asks for, the flaky provider's %d connections "+
 				"can give at most about **%.1f successes/s** (%.2f successes between two 429s per connection, then the wait; call time ignored). ",

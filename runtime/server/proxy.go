@@ -403,8 +403,10 @@ func (s *Server) dispatchRound(c *fiber.Ctx, x *exchange, req wire.Request, body
 		s.comboOutcome(x, cd, false)
 		s.affinityFailed(x, cd)
 		o := x.last.outcome
-		if o.Reason != engine.ReasonRateLimit && o.Reason != engine.ReasonConcurrencyLimited {
-			// Not worth another try in this request after a wait.
+		if o.Reason != engine.ReasonRateLimit && o.Reason != engine.ReasonConcurrencyLimited && o.Reason != engine.ReasonStreamStall {
+			// Not worth another try in this request after a wait (a
+			// rate limit passes, and a stalled stream may go through on
+			// the next call).
 			if x.failedHard == nil {
 				x.failedHard = map[int]bool{}
 			}

@@ -31,6 +31,9 @@ type FireConfig struct {
 	Listen, DataDir, MockAddr string
 	// BreakerResetMS is the apikey profile's breaker reset timeout.
 	BreakerResetMS int64
+	// CooldownWaitAttempts is combo_cooldown_wait.max_attempts: how many
+	// times one request may wait out short rate-limit cooldowns.
+	CooldownWaitAttempts int
 	// ContentStallTimeoutMS is stream_recovery.content_stall_timeout_ms.
 	ContentStallTimeoutMS int64
 }
@@ -60,6 +63,7 @@ func FireGatewayConfig(c FireConfig) []byte {
     apikey: {reset_ms: %d}
   request_queue: {auto_enable_api_key_providers: false}
   stream_recovery: {content_stall_timeout_ms: %d}
-`, c.BreakerResetMS, c.ContentStallTimeoutMS)
+  combo_cooldown_wait: {max_attempts: %d}
+`, c.BreakerResetMS, c.ContentStallTimeoutMS, c.CooldownWaitAttempts)
 	return []byte(b.String())
 }
