@@ -46,6 +46,8 @@ type FireSetup struct {
 	// connections can give while each 429 cools its connection for the
 	// retry header's wait (0: not computed).
 	CapacityBoundRPS float64 `json:"capacity_bound_rps"`
+	// CallSuccessP is the chance that one call to the up provider succeeds.
+	CallSuccessP float64 `json:"call_success_p"`
 }
 
 // FireSide is one target's figures for an under-fire load.
@@ -285,6 +287,11 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 				fmt.Fprintf(b, "The offered %.0f req/s is below it.", s.RatePerS)
 			}
 			b.WriteString("\n\n")
+		}
+		if s.CallSuccessP > 0 {
+			fmt.Fprintf(b, "Attempts floor: a call to the flaky provider succeeds with probability %.3f (no 429, and for streams no stall), "+
+				"so even a router that never calls the down provider needs about **%.2f calls per success**.\n\n",
+				s.CallSuccessP, 1/s.CallSuccessP)
 		}
 		d, g := f.Direct, f.Gateway
 		t.head("", "direct (flaky key)", "gateway", "gateway − direct")
