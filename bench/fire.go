@@ -107,6 +107,7 @@ func (b *bench) underFire(ctx context.Context) error {
 		CooldownWaitAttempts: fireWaitAttempts,
 		PollMS:               float64(b.o.firePoll) / float64(time.Millisecond),
 		CapacityBoundRPS:     capacityBound(len(proc.FireKeys("")), fire429Pct/100.0, pOK, hint),
+		CallSuccessP:         pOK,
 	}}
 	b.rep.UnderFire = res
 
