@@ -2,53 +2,12 @@ package mock
 
 import (
 	"unicode/utf8"
+
+	"github.com/breakwater-dev/breakwater/runtime/internal/jsonenc"
 )
 
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString appends s to dst as a quoted JSON string. Control
-// characters are escaped and invalid UTF-8 becomes U+FFFD, so the result is
-// always valid JSON. It allocates only when dst has to grow.
-func appendJSONString(dst []byte, s string) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
-}
+// appendJSONString appends s to dst as a quoted JSON string.
+func appendJSONString(dst []byte, s string) []byte { return jsonenc.AppendString(dst, s) }
 
 // splitRunes cuts s into at most n pieces of nearly equal rune counts, never
 // splitting a UTF-8 sequence. An empty s yields no pieces; n < 1 counts as 1.
