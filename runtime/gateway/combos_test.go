@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,10 @@ combos:
   - name: smart
     strategy: auto
     targets: [{model: pa/ma, price_in: 5, price_out: 15}, {model: pb/mb, price_in: 0.1, price_out: 0.4}]
+  - name: relay
+    strategy: context-relay
+    summariser: pc/mc
+    targets: [{model: pa/ma}, {model: pb/mb}]
   - name: outer
     strategy: priority
     targets: [{model: inner}, {model: pc/mc}]
@@ -243,5 +248,35 @@ func TestPreDispatchAllTargetsSkippedForQuota(t *testing.T) {
 	d, _ := json.Marshal(e["diagnostics"])
 	if !strings.Contains(string(d), "model_lockout") {
 		t.Fatalf("diagnostics %s", d)
+	}
+}
+
+func TestContextRelayCarriesASummaryWhenTheConversationMoves(t *testing.T) {
+	h := startWith(t, comboConfig, newFakeClock())
+	var msgs []string
+	for i := 0; i < 10; i++ {
+		role := "user"
+		if i%2 == 1 {
+			role = "assistant"
+		}
+		msgs = append(msgs, fmt.Sprintf(`{"role":%q,"content":"turn %d"}`, role, i))
+	}
+	body := `{"model":"relay","messages":[` + strings.Join(msgs, ",") + `]}`
+	resp := h.post("/v1/chat/completions", body, "X-Session-Id", "long-chat")
+	readBody(t, resp)
+	if resp.Header.Get("X-Breakwater-Provider") != "pa" || resp.Header.Get("X-Breakwater-Context-Relay") != "" {
+		t.Fatalf("first turn: via %s relay=%q", resp.Header.Get("X-Breakwater-Provider"), resp.Header.Get("X-Breakwater-Context-Relay"))
+	}
+	// pa's key is rejected and cools: the session moves to pb, carrying a
+	// summary written by the summariser (pc).
+	h.setScript(`rules: [{key: sk-a, responses: [{status: 401}]}, {model: mc, responses: [{text: "SUMMARY"}]}]`)
+	readBody(t, h.post("/v1/chat/completions", chat("pa/ma", "")))
+	resp = h.post("/v1/chat/completions", body, "X-Session-Id", "long-chat")
+	readBody(t, resp)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Breakwater-Provider") != "pb" || resp.Header.Get("X-Breakwater-Context-Relay") != "summarised" {
+		t.Fatalf("moved turn: %d via %s relay=%q", resp.StatusCode, resp.Header.Get("X-Breakwater-Provider"), resp.Header.Get("X-Breakwater-Context-Relay"))
+	}
+	if h.mock.Stats().ByKeyModel["sk-c|mc"] != 1 {
+		t.Fatalf("the summariser was not called once: %v", h.mock.Stats().ByKeyModel)
 	}
 }

@@ -11,7 +11,7 @@ func TestCombosAdminAPI(t *testing.T) {
 	dir := t.TempDir()
 	h := start(t, strings.Replace(comboConfig, "state: {backend: memory}", fmt.Sprintf("state: {backend: badger, path: %q}", dir), 1))
 	code, body := h.admin("GET", "/api/combos", "")
-	if code != 200 || len(body["combos"].([]any)) != 6 || body["combos"].([]any)[0].(map[string]any)["source"] != "config" {
+	if code != 200 || len(body["combos"].([]any)) != 7 || body["combos"].([]any)[0].(map[string]any)["source"] != "config" {
 		t.Fatalf("list: %d %v", code, body)
 	}
 	// Define a combo at run time; it routes at once and is listed in /v1/models.

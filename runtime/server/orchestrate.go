@@ -209,24 +209,21 @@ func (s *Server) sendAsStream(c *fiber.Ctx, x *exchange, completion []byte) erro
 // relayContext compacts the conversation of a context-relay combo
 // request when its session moves to another target: the earlier turns are
 // replaced by a summary written by the combo's summariser. Failures keep
-// the full conversation.
-func (s *Server) relayContext(x *exchange, r *comboRoute, cands []topology.Candidate, body []byte) []byte {
+// the full conversation. It reports whether the body was summarised.
+func (s *Server) relayContext(x *exchange, r *comboRoute, cands []topology.Candidate, body []byte) ([]byte, bool) {
 	cr, ok := r.strat.(*strategy.ContextRelay)
 	if !ok || x.session == "" || x.format != wire.FormatOpenAI || len(cands) == 0 || cands[0].Combo != r.combo {
-		return body
+		return body, false
 	}
 	if _, moved := cr.Moved(x.sreq[r.combo], r.targets, cands[0].Target); !moved {
-		return body
+		return body, false
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), s.pool.Timeouts().FirstByte)
 	defer cancel()
 	out, summarised, err := orchestrate.CompactForRelay(ctx, orchestrate.RelayConfig{Summariser: orchestrate.Target{Name: r.combo.Summariser}}, s.exec, body)
 	if err != nil {
 		s.log.Warn("context relay summary failed; sending the full conversation", "request_id", x.id, "combo", r.combo.Name, "error", err)
-		return body
+		return body, false
 	}
-	if summarised {
-		x.relayed = true
-	}
-	return out
+	return out, summarised
 }

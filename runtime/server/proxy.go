@@ -72,7 +72,6 @@ type exchange struct {
 	sig         strategy.Attempt
 	sigOn       bool
 	autoFactors string
-	relayed     bool
 	// rt is the routing view the request started with.
 	rt *routing
 	// responses marks an OpenAI Responses API call.
@@ -187,7 +186,7 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format, responses bool) error {
 		if x.autoFactors != "" {
 			c.Set(strategy.AutoFactorsHeader, x.autoFactors)
 		}
-		if nb := s.relayContext(x, r, cands, body); &nb[0] != &body[0] {
+		if nb, summarised := s.relayContext(x, r, cands, body); summarised {
 			body = nb
 			if req, err = wire.Parse(body); err != nil {
 				return s.answerError(c, x, wire.InvalidRequest("body", err.Error()))
