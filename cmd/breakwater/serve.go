@@ -39,6 +39,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			routeRedisLogs(log)
 			if cfgPath == "" {
 				if _, err := os.Stat(defaultConfigFile); err == nil {
 					cfgPath = defaultConfigFile
