@@ -12,6 +12,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/policies"
+	"github.com/breakwater-dev/breakwater/runtime/wire"
 )
 
 func newPolicyCommand(g *globalFlags) *cobra.Command {
@@ -63,7 +64,7 @@ func newPolicyCommand(g *globalFlags) *cobra.Command {
 				}
 				in.Headers[strings.ToLower(strings.TrimSpace(k))] = strings.TrimSpace(v)
 			}
-			in.ErrorCode, in.ErrorType = errorFields(in.Body)
+			in.ErrorCode, in.ErrorType = wire.ErrorFields([]byte(in.Body))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			p, err := policies.New(ctx, policies.Options{Dir: dir, Logger: log})
@@ -85,21 +86,4 @@ func newPolicyCommand(g *globalFlags) *cobra.Command {
 	eval.Flags().StringVar(&dir, "dir", "", "operator .rego directory to load besides the built-in bundle")
 	cmd.AddCommand(eval)
 	return cmd
-}
-
-// errorFields reads {"error": {"code", "type"}} from an error body.
-func errorFields(body string) (code, typ string) {
-	var doc struct {
-		Error struct {
-			Code any    `json:"code"`
-			Type string `json:"type"`
-		} `json:"error"`
-	}
-	if json.Unmarshal([]byte(body), &doc) != nil {
-		return "", ""
-	}
-	if s, ok := doc.Error.Code.(string); ok {
-		code = s
-	}
-	return code, doc.Error.Type
 }

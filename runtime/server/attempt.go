@@ -80,15 +80,14 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 		s.metrics.AdmissionWait(ticket.QueueWait())
 	}
 	budget := ticket.ExecutionBudget(s.pool.Timeouts().FirstByte)
-	ctx, cancelCtx := context.WithTimeout(context.Background(), budget)
-	cancel := func() { cancelCtx(); ticket.Release() }
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
 	wcfg, walled := wallConfig(cd)
 	if !x.stream && !walled && !cd.Provider.EgressBucketed && upstream.Buffers(route) {
-		cancelCtx()
 		defer ticket.Release()
 		return s.bufferedAttempt(c, x, cd, out, route, budget)
 	}
+	ctx, cancelCtx := context.WithTimeout(context.Background(), budget)
+	cancel := func() { cancelCtx(); ticket.Release() }
 	t0 := time.Now()
 	var resp *http.Response
 	for try := 0; ; try++ {

@@ -64,7 +64,7 @@ func (s *Server) exec(ctx context.Context, t orchestrate.Target, body []byte) ([
 		return nil, fmt.Errorf("reading the answer of %s: %w", t.Name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		code, _ := errorFields(rb)
+		code, _ := wire.ErrorFields(rb)
 		return nil, fmt.Errorf("%s answered HTTP %d %s", t.Name, resp.StatusCode, code)
 	}
 	return rb, nil

@@ -79,7 +79,7 @@ func explainInput(s *Server, provider, connection, model string, status int, hea
 		}
 		in.Now = s.clock.Now()
 	}
-	in.ErrorCode, in.ErrorType = errorFields([]byte(body))
+	in.ErrorCode, in.ErrorType = wire.ErrorFields([]byte(body))
 	return in
 }
 

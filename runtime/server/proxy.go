@@ -597,7 +597,7 @@ func (s *Server) recordFailure(x *exchange, cd topology.Candidate, status int, h
 		TransportErr: terr,
 		Now:          s.clock.Now(),
 	}
-	in.ErrorCode, in.ErrorType = errorFields(body)
+	in.ErrorCode, in.ErrorType = wire.ErrorFields(body)
 	t0 := time.Now()
 	o := s.eng.Classify(in)
 	if s.metrics != nil {
@@ -637,34 +637,6 @@ func lowerHeaders(h http.Header) map[string]string {
 		}
 	}
 	return m
-}
-
-// errorFields reads {"error": {"code", "type"}} from an error body.
-func errorFields(body []byte) (code, typ string) {
-	if len(body) == 0 || body[0] != '{' {
-		return "", ""
-	}
-	var doc struct {
-		Error json.RawMessage `json:"error"`
-		Type  string          `json:"type"`
-	}
-	if json.Unmarshal(body, &doc) != nil {
-		return "", ""
-	}
-	var e struct {
-		Code any    `json:"code"`
-		Type string `json:"type"`
-	}
-	if json.Unmarshal(doc.Error, &e) == nil {
-		switch v := e.Code.(type) {
-		case string:
-			code = v
-		case float64:
-			code = strconv.FormatFloat(v, 'f', -1, 64)
-		}
-		typ = e.Type
-	}
-	return code, typ
 }
 
 // answerExhausted answers a request whose candidates all failed or were

@@ -83,3 +83,32 @@ func (e *APIError) Body(f Format) []byte {
 func InvalidRequest(field, msg string) *APIError {
 	return &APIError{Status: 400, Type: "invalid_request_error", Code: "invalid_request_error", Param: field, Message: field + ": " + msg}
 }
+
+// ErrorFields reads {"error": {"code", "type"}} from an upstream error body; a
+// numeric code comes back as its decimal text.
+func ErrorFields(body []byte) (code, typ string) {
+	if len(body) == 0 || body[0] != '{' {
+		return "", ""
+	}
+	var doc struct {
+		Error json.RawMessage `json:"error"`
+		Type  string          `json:"type"`
+	}
+	if json.Unmarshal(body, &doc) != nil {
+		return "", ""
+	}
+	var e struct {
+		Code any    `json:"code"`
+		Type string `json:"type"`
+	}
+	if json.Unmarshal(doc.Error, &e) == nil {
+		switch v := e.Code.(type) {
+		case string:
+			code = v
+		case float64:
+			code = strconv.FormatFloat(v, 'f', -1, 64)
+		}
+		typ = e.Type
+	}
+	return code, typ
+}
