@@ -9,8 +9,6 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/tetratelabs/wazero/sys"
-
 	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
@@ -25,11 +23,14 @@ func (h *Host) Restate(ctx context.Context, in abi.ErrorInput) (abi.Restatement,
 		return abi.Restatement{}, false
 	}
 	var out abi.Restatement
-	p := dispatch(ctx, ps, hookRestate, func() ([]byte, error) {
-		return errorInputJSON(in)
-	}, func(b []byte) error {
-		out = abi.Restatement{}
-		if err := json.Unmarshal(b, &out); err != nil {
+	p := dispatch(ctx, ps, hookRestate, errorInputEncoder(in), func(b []byte, binary bool) (err error) {
+		if binary {
+			out, err = abi.DecodeRestatementBinary(b)
+		} else {
+			out = abi.Restatement{}
+			err = json.Unmarshal(b, &out)
+		}
+		if err != nil {
 			return err
 		}
 		return validRestatement(&out)
@@ -38,7 +39,7 @@ func (h *Host) Restate(ctx context.Context, in abi.ErrorInput) (abi.Restatement,
 		return abi.Restatement{}, false
 	}
 	if out.RuleID == "" {
-		out.RuleID = "plugin." + p.name
+		out.RuleID = p.defaultRuleID
 	}
 	return out, true
 }
@@ -53,11 +54,14 @@ func (h *Host) Classify(ctx context.Context, in abi.ErrorInput) (abi.Decision, b
 		return abi.Decision{}, false
 	}
 	var out abi.Decision
-	p := dispatch(ctx, ps, hookClassify, func() ([]byte, error) {
-		return errorInputJSON(in)
-	}, func(b []byte) error {
-		out = abi.Decision{}
-		if err := json.Unmarshal(b, &out); err != nil {
+	p := dispatch(ctx, ps, hookClassify, errorInputEncoder(in), func(b []byte, binary bool) (err error) {
+		if binary {
+			out, err = abi.DecodeDecisionBinary(b, decisionNames)
+		} else {
+			out = abi.Decision{}
+			err = json.Unmarshal(b, &out)
+		}
+		if err != nil {
 			return err
 		}
 		return validDecision(&out)
@@ -66,7 +70,7 @@ func (h *Host) Classify(ctx context.Context, in abi.ErrorInput) (abi.Decision, b
 		return abi.Decision{}, false
 	}
 	if out.RuleID == "" {
-		out.RuleID = "plugin." + p.name
+		out.RuleID = p.defaultRuleID
 	}
 	return out, true
 }
@@ -79,13 +83,21 @@ func (h *Host) OnRequest(ctx context.Context, in abi.RequestInfo) (abi.RequestAc
 	if len(ps) == 0 {
 		return abi.RequestAction{}, false
 	}
+	in.Headers = withoutCredentials(in.Headers)
 	var out abi.RequestAction
-	p := dispatch(ctx, ps, hookOnRequest, func() ([]byte, error) {
-		in.Headers = withoutCredentials(in.Headers)
+	p := dispatch(ctx, ps, hookOnRequest, func(binary bool) ([]byte, error) {
+		if binary {
+			return abi.AppendRequestInfoBinary(nil, &in), nil
+		}
 		return json.Marshal(in)
-	}, func(b []byte) error {
-		out = abi.RequestAction{}
-		if err := json.Unmarshal(b, &out); err != nil {
+	}, func(b []byte, binary bool) (err error) {
+		if binary {
+			out, err = abi.DecodeRequestActionBinary(b)
+		} else {
+			out = abi.RequestAction{}
+			err = json.Unmarshal(b, &out)
+		}
+		if err != nil {
 			return err
 		}
 		return validRequestAction(&out)
@@ -105,20 +117,37 @@ func (h *Host) plugins(kind hookKind) []*plugin {
 	return h.set.Load().byHook[kind]
 }
 
-// dispatch encodes the input once and offers it to each plugin in turn; it
-// returns the plugin whose answer decode accepted, or nil.
-func dispatch(ctx context.Context, ps []*plugin, kind hookKind, encode func() ([]byte, error), decode func([]byte) error) *plugin {
-	input, err := encode()
-	if err != nil {
-		// The inputs are plain strings, ints and maps; this cannot happen.
-		ps[0].log.Error("cannot encode hook input", "hook", hookNames[kind], "error", err)
-		return nil
-	}
+// encodeFunc encodes a hook input in the binary encoding or in JSON.
+type encodeFunc func(binary bool) ([]byte, error)
+
+// decodeFunc decodes and validates a hook answer in the binary encoding or
+// in JSON; b is a view of guest memory, valid only during the call.
+type decodeFunc func(b []byte, binary bool) error
+
+// dispatch offers the input to each plugin in turn, encoding it at most
+// once per encoding, and returns the plugin whose answer decode accepted,
+// or nil.
+func dispatch(ctx context.Context, ps []*plugin, kind hookKind, encode encodeFunc, decode decodeFunc) *plugin {
+	var encoded [2][]byte
 	for _, p := range ps {
 		if ctx.Err() != nil {
 			return nil
 		}
-		if p.invoke(ctx, kind, input, decode) {
+		binary := p.binary()
+		e := 0
+		if binary {
+			e = 1
+		}
+		if encoded[e] == nil {
+			input, err := encode(binary)
+			if err != nil {
+				// The inputs are plain strings, ints and maps; this cannot happen.
+				p.log.Error("cannot encode hook input", "hook", hookNames[kind], "error", err)
+				return nil
+			}
+			encoded[e] = input
+		}
+		if p.invoke(ctx, kind, encoded[e], decode) {
 			return p
 		}
 	}
@@ -132,7 +161,7 @@ var errCallerGone = errors.New("caller's context ended")
 // invoke runs one hook call and accounts for it: calls, latency, and on
 // failure the error count, last error and a (rate-limited) log line. It
 // reports whether the plugin answered.
-func (p *plugin) invoke(ctx context.Context, kind hookKind, input []byte, decode func([]byte) error) bool {
+func (p *plugin) invoke(ctx context.Context, kind hookKind, input []byte, decode decodeFunc) bool {
 	p.gate.RLock()
 	defer p.gate.RUnlock()
 	if p.closed {
@@ -159,13 +188,11 @@ func (p *plugin) invoke(ctx context.Context, kind hookKind, input []byte, decode
 
 // run makes one call on a pinned instance. The instance goes back to the
 // pool unless the call trapped or overran its deadline.
-func (p *plugin) run(ctx context.Context, kind hookKind, input []byte, decode func([]byte) error) (bool, error) {
+func (p *plugin) run(ctx context.Context, kind hookKind, input []byte, decode decodeFunc) (bool, error) {
 	in, err := p.acquire(ctx)
 	if err != nil {
 		return false, err
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.timeout)
-	defer cancel()
 	healthy := false
 	defer func() {
 		if healthy {
@@ -178,8 +205,8 @@ func (p *plugin) run(ctx context.Context, kind hookKind, input []byte, decode fu
 	if uint32(len(input)) > in.bufCap || in.buf == 0 {
 		size := max(uint32(len(input)), 4096)
 		in.stack[0] = uint64(size)
-		if err := in.alloc.CallWithStack(cctx, in.stack[:]); err != nil {
-			return false, p.callError(ctx, cctx, abi.ExportAlloc, err)
+		if err := in.call(ctx, in.alloc, in.stack[:], p.timeout); err != nil {
+			return false, p.callError(ctx, abi.ExportAlloc, err)
 		}
 		in.buf, in.bufCap = uint32(in.stack[0]), size
 	}
@@ -188,8 +215,8 @@ func (p *plugin) run(ctx context.Context, kind hookKind, input []byte, decode fu
 	}
 	in.stack[0], in.stack[1] = uint64(in.buf), uint64(len(input))
 	export := hookExports[kind]
-	if err := in.hooks[kind].CallWithStack(cctx, in.stack[:]); err != nil {
-		return false, p.callError(ctx, cctx, export, err)
+	if err := in.call(ctx, in.hooks[kind], in.stack[:], p.timeout); err != nil {
+		return false, p.callError(ctx, export, err)
 	}
 	healthy = true
 	if in.stack[0] == 0 {
@@ -203,20 +230,19 @@ func (p *plugin) run(ctx context.Context, kind hookKind, input []byte, decode fu
 	if !ok {
 		return false, fmt.Errorf("%s answered out of bounds (ptr %d, %d bytes, memory %d bytes)", export, ptr, n, in.mem.Size())
 	}
-	if err := decode(view); err != nil {
-		return false, fmt.Errorf("%s answered invalid JSON %.64q: %w", export, view, err)
+	if err := decode(view, p.binary()); err != nil {
+		return false, fmt.Errorf("%s answered an invalid %s answer %.64q: %w", export, p.encodingName(), view, err)
 	}
 	return true, nil
 }
 
 // callError names a failed export call: the caller went away, the call
 // overran its deadline, or the guest trapped.
-func (p *plugin) callError(ctx, cctx context.Context, export string, err error) error {
+func (p *plugin) callError(ctx context.Context, export string, err error) error {
 	if ctx.Err() != nil {
 		return errCallerGone
 	}
-	var exit *sys.ExitError
-	if (errors.As(err, &exit) && exit.ExitCode() == sys.ExitCodeDeadlineExceeded) || cctx.Err() != nil {
+	if errors.Is(err, errDeadline) {
 		return fmt.Errorf("%s timed out after %v; instance closed", export, p.timeout)
 	}
 	return fmt.Errorf("%s trapped: %w", export, err)
@@ -255,9 +281,9 @@ func withoutCredentials(h map[string]string) map[string]string {
 	return out
 }
 
-// errorInputJSON encodes in for a guest: no credential headers, Body cut
-// to abi.MaxBodyBytes on a rune boundary.
-func errorInputJSON(in abi.ErrorInput) ([]byte, error) {
+// errorInputEncoder returns the encoder of in for a guest: no credential
+// headers, Body cut to abi.MaxBodyBytes on a rune boundary.
+func errorInputEncoder(in abi.ErrorInput) encodeFunc {
 	in.Headers = withoutCredentials(in.Headers)
 	if len(in.Body) > abi.MaxBodyBytes {
 		cut := abi.MaxBodyBytes
@@ -266,7 +292,12 @@ func errorInputJSON(in abi.ErrorInput) ([]byte, error) {
 		}
 		in.Body = in.Body[:cut]
 	}
-	return json.Marshal(in)
+	return func(binary bool) ([]byte, error) {
+		if binary {
+			return abi.AppendErrorInputBinary(nil, &in), nil
+		}
+		return json.Marshal(in)
+	}
 }
 
 // pluginReasons are the reasons a classify hook may return: every engine
@@ -288,6 +319,18 @@ var pluginReasons = map[string]bool{
 	string(engine.ReasonBadRequest):         true,
 	string(engine.ReasonStreamStall):        true,
 }
+
+// decisionNames interns the reason and scope names of binary decisions.
+var decisionNames = func() map[string]string {
+	m := make(map[string]string, len(pluginReasons)+3)
+	for r := range pluginReasons {
+		m[r] = r
+	}
+	for _, s := range []engine.Scope{engine.ScopeModel, engine.ScopeConnection, engine.ScopeProvider} {
+		m[string(s)] = string(s)
+	}
+	return m
+}()
 
 func validDecision(d *abi.Decision) error {
 	if !pluginReasons[d.Reason] {

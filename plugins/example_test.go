@@ -63,8 +63,8 @@ func TestExamplePluginClassifies(t *testing.T) {
 	if st.P99Micros <= 0 {
 		t.Errorf("p99_us = %d, want > 0 after %d calls", st.P99Micros, st.Calls)
 	}
-	if st.ABIVersion != "1.0" || strings.Join(st.Hooks, ",") != "classify" ||
-		strings.Join(st.Features, ",") != "classify" || !st.LoadedAt.Equal(testNow) || st.LastError != "" {
+	if st.ABIVersion != "1.1" || st.Encoding != "binary" || st.Deadline != "instrumented" || strings.Join(st.Hooks, ",") != "classify" ||
+		strings.Join(st.Features, ",") != "classify,binary" || !st.LoadedAt.Equal(testNow) || st.LastError != "" {
 		t.Errorf("status = %+v", st)
 	}
 	// The guest's log calls land in the plugin's sub-logger.

@@ -90,7 +90,10 @@ func TestGarbageAnswers(t *testing.T) {
 		t.Fatalf("Classify = %+v, want no decision from garbage", d)
 	}
 	st := th.status(t, "raw")
-	if st.Errors != 1 || !strings.Contains(st.LastError, "breakwater_classify answered invalid JSON") {
+	if st.Encoding != "JSON" {
+		t.Errorf("raw guest (no binary feature) encoding = %q, want JSON", st.Encoding)
+	}
+	if st.Errors != 1 || !strings.Contains(st.LastError, "breakwater_classify answered an invalid JSON answer") {
 		t.Fatalf("after garbage: errors %d, last_error %q", st.Errors, st.LastError)
 	}
 	if a, ok := th.OnRequest(ctx, abi.RequestInfo{Model: "m", Path: "/v1/chat/completions"}); ok {
@@ -129,13 +132,13 @@ func TestLoadRejects(t *testing.T) {
 		}, []string{`plugin "a/b": name must be letters, digits`}},
 		{"hook the guest lacks", Options{}, func(t *testing.T) []Spec {
 			return []Spec{{Name: "acme", Path: guest(t, "example"), Hooks: []string{"restate"}}}
-		}, []string{`plugin "acme"`, "hook restate is configured but the guest does not implement it (features: classify)"}},
+		}, []string{`plugin "acme"`, "hook restate is configured but the guest does not implement it (features: classify|binary)"}},
 		{"wrong export signature", Options{}, func(t *testing.T) []Spec {
 			return []Spec{{Name: "raw", Path: guest(t, "raw"), Hooks: []string{"restate"}}}
 		}, []string{`plugin "raw"`, `export "breakwater_restate" has signature (i32) -> (i32), want (i32, i32) -> (i64)`}},
 		{"ABI major mismatch", Options{}, func(t *testing.T) []Spec {
 			return []Spec{{Name: "v2", Path: guest(t, "raw-v2"), Hooks: []string{"classify"}}}
-		}, []string{`plugin "v2"`, "guest speaks ABI major 2, host speaks 1.0"}},
+		}, []string{`plugin "v2"`, "guest speaks ABI major 2, host speaks 1.1"}},
 		{"WASI command", Options{}, func(t *testing.T) []Spec {
 			return []Spec{{Name: "cmd", Path: guest(t, "raw-cmd")}}
 		}, []string{`plugin "cmd"`, `exports "_start"`, "-buildmode=c-shared"}},

@@ -82,17 +82,23 @@ type Spec struct {
 
 // Status describes one loaded plugin for GET /api/plugins.
 type Status struct {
-	Name       string    `json:"name"`
-	Path       string    `json:"path"`
-	SHA256     string    `json:"sha256"`
-	Hooks      []string  `json:"hooks"`
-	ABIVersion string    `json:"abi_version"`
-	Features   []string  `json:"features"`
-	Calls      uint64    `json:"calls"`
-	Errors     uint64    `json:"errors"`
-	P99Micros  int64     `json:"p99_us"`
-	LoadedAt   time.Time `json:"loaded_at"`
-	LastError  string    `json:"last_error,omitempty"`
+	Name       string   `json:"name"`
+	Path       string   `json:"path"`
+	SHA256     string   `json:"sha256"`
+	Hooks      []string `json:"hooks"`
+	ABIVersion string   `json:"abi_version"`
+	Features   []string `json:"features"`
+	// Encoding is how hook data is exchanged: "binary" or "JSON".
+	Encoding string `json:"encoding"`
+	// Deadline is how call deadlines are enforced: "instrumented" (cheap
+	// checks injected at load) or "runtime" (wazero's, several times
+	// slower; used when the module cannot be instrumented).
+	Deadline  string    `json:"deadline"`
+	Calls     uint64    `json:"calls"`
+	Errors    uint64    `json:"errors"`
+	P99Micros int64     `json:"p99_us"`
+	LoadedAt  time.Time `json:"loaded_at"`
+	LastError string    `json:"last_error,omitempty"`
 }
 
 // Host runs the configured plugins. Its hook methods are goroutine-safe and

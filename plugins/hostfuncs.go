@@ -11,8 +11,10 @@ import (
 )
 
 // instantiateHostModule provides abi.ImportModule in the plugin's runtime.
-// The functions run on the calling goroutine under the call's context, so a
-// slow store counts against the call's deadline.
+// The functions run on the calling goroutine; a store operation is bounded
+// by the call timeout of its own (the interrupt that enforces a call's
+// deadline acts on guest code only), so a call that waits on a slow store
+// may take up to twice its timeout.
 func (p *plugin) instantiateHostModule(ctx context.Context) error {
 	b := p.rt.NewHostModuleBuilder(abi.ImportModule)
 	for _, f := range []struct {
@@ -74,6 +76,8 @@ func (p *plugin) hostKVGet(ctx context.Context, mod api.Module, stack []uint64) 
 		result(abi.KVFailed)
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
 	val, found, err := p.store.Get(ctx, key)
 	switch {
 	case err != nil:
@@ -101,6 +105,8 @@ func (p *plugin) hostKVSet(ctx context.Context, mod api.Module, stack []uint64) 
 		result(abi.KVFailed)
 		return
 	}
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
 	var err error
 	if n == 0 {
 		err = p.store.Delete(ctx, key)

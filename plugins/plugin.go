@@ -19,6 +19,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/engine"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
+	"github.com/breakwater-dev/breakwater/plugins/internal/interrupt"
 )
 
 // hookKind indexes the three hooks.
@@ -79,6 +80,21 @@ type plugin struct {
 	lat     latencyWindow
 	errLog  errorLogLimiter
 	lastErr atomic.Pointer[string]
+
+	defaultRuleID string // "plugin.<name>", for answers without a rule id
+	instrumented  bool   // deadlines by injected checks (see deadline.go)
+}
+
+// binary reports whether the guest exchanges hook data in the binary
+// encoding (abi.FeatureBinary) rather than JSON.
+func (p *plugin) binary() bool { return p.features&abi.FeatureBinary != 0 }
+
+// encodingName names the guest's encoding for errors and the status API.
+func (p *plugin) encodingName() string {
+	if p.binary() {
+		return "binary"
+	}
+	return "JSON"
 }
 
 // instance is one instantiated module. It is used by one call at a time.
@@ -92,6 +108,9 @@ type instance struct {
 	stack  [2]uint64
 	stdout *lineWriter
 	stderr *lineWriter
+	// interrupt enforces call deadlines on instrumented guests; nil when
+	// the runtime's own checks do.
+	interrupt *interrupter
 }
 
 // baseExports are required of every guest.
@@ -101,41 +120,45 @@ var baseExports = []string{abi.ExportVersionMajor, abi.ExportVersionMinor, abi.E
 // instance. Every error names the plugin.
 func (h *Host) loadPlugin(ctx context.Context, s Spec, bin []byte, sum [32]byte) (p *plugin, err error) {
 	p = &plugin{
-		name:      s.Name,
-		path:      s.Path,
-		sum:       sum,
-		specHooks: append([]string(nil), s.Hooks...),
-		log:       h.log.Named("plugin." + s.Name),
-		store:     h.store,
-		clock:     h.clock,
-		timeout:   h.timeout,
-		loadedAt:  h.clock.Now(),
-		pool:      make(chan *instance, h.maxIdle),
+		name:          s.Name,
+		defaultRuleID: "plugin." + s.Name,
+		path:          s.Path,
+		sum:           sum,
+		specHooks:     append([]string(nil), s.Hooks...),
+		log:           h.log.Named("plugin." + s.Name),
+		store:         h.store,
+		clock:         h.clock,
+		timeout:       h.timeout,
+		loadedAt:      h.clock.Now(),
+		pool:          make(chan *instance, h.maxIdle),
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, h.rtConfig)
-	p.rt = rt
+	loading := p // p is nil in the deferred call after an error return
 	defer func() {
 		if err != nil {
-			_ = rt.Close(ctx)
+			if loading.rt != nil {
+				_ = loading.rt.Close(ctx)
+			}
 			err = fmt.Errorf("plugin %q (%s): %w", s.Name, s.Path, err)
 		}
 	}()
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, p.rt); err != nil {
-		return nil, fmt.Errorf("instantiate WASI: %w", err)
+	patched, ierr := interrupt.Instrument(bin, interruptExport)
+	if ierr == nil {
+		ierr = p.compile(ctx, h.rtConfig.WithCloseOnContextDone(false), patched)
 	}
-	if err := p.instantiateHostModule(ctx); err != nil {
-		return nil, fmt.Errorf("instantiate host module: %w", err)
-	}
-	p.compiled, err = p.rt.CompileModule(ctx, bin)
-	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
+	if ierr == nil {
+		p.instrumented = true
+	} else {
+		p.log.Warn("cannot instrument the module for cheap deadline checks; using the runtime's (hook calls run several times slower)", "error", ierr)
+		if err := p.compile(ctx, h.rtConfig, bin); err != nil {
+			return nil, err
+		}
 	}
 	if err := checkModule(p.compiled); err != nil {
 		return nil, err
 	}
 	p.modCfg = wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions(abi.ExportInitialize).
+		WithStartFunctions(). // _initialize is called by newInstance, under a deadline
 		WithWalltime(p.walltime, sys.ClockResolution(time.Millisecond)).
 		WithSysNanotime().
 		WithRandSource(rand.Reader)
@@ -170,6 +193,29 @@ func (h *Host) loadPlugin(ctx context.Context, s Spec, bin []byte, sum [32]byte)
 	}
 	p.pool <- inst
 	return p, nil
+}
+
+// compile creates the plugin's runtime with cfg, provides WASI and the
+// host module in it, and compiles bin. On failure it closes the runtime.
+func (p *plugin) compile(ctx context.Context, cfg wazero.RuntimeConfig, bin []byte) (err error) {
+	rt := wazero.NewRuntimeWithConfig(ctx, cfg)
+	defer func() {
+		if err != nil {
+			_ = rt.Close(ctx)
+		}
+	}()
+	p.rt = rt
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, rt); err != nil {
+		return fmt.Errorf("instantiate WASI: %w", err)
+	}
+	if err := p.instantiateHostModule(ctx); err != nil {
+		return fmt.Errorf("instantiate host module: %w", err)
+	}
+	if p.compiled, err = rt.CompileModule(ctx, bin); err != nil {
+		p.rt = nil
+		return fmt.Errorf("compile: %w", err)
+	}
+	return nil
 }
 
 // checkModule checks what can be checked before instantiation: the memory
@@ -285,9 +331,8 @@ func negotiate(major uint32, features abi.Feature, configured []string, have abi
 // instantiateTimeout.
 func (p *plugin) newInstance(ctx context.Context) (*instance, error) {
 	in := &instance{stdout: newLineWriter(p.log, hclog.Info), stderr: newLineWriter(p.log, hclog.Warn)}
-	ictx, cancel := context.WithTimeout(context.WithoutCancel(ctx), instantiateTimeout)
-	defer cancel()
-	mod, err := p.rt.InstantiateModule(ictx, p.compiled, p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr))
+	ctx = context.WithoutCancel(ctx)
+	mod, err := p.rt.InstantiateModule(ctx, p.compiled, p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr))
 	if err != nil {
 		in.flush()
 		return nil, fmt.Errorf("instantiate: %w", err)
@@ -298,25 +343,39 @@ func (p *plugin) newInstance(ctx context.Context) (*instance, error) {
 	for k, name := range hookExports {
 		in.hooks[k] = mod.ExportedFunction(name)
 	}
+	if p.instrumented {
+		g, ok := mod.ExportedGlobal(interruptExport).(api.MutableGlobal)
+		if !ok {
+			in.close(ctx)
+			return nil, fmt.Errorf("instantiate: the injected global %s is missing", interruptExport)
+		}
+		in.interrupt = newInterrupter(g)
+	}
+	if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
+		if err := in.call(ctx, init, nil, instantiateTimeout); err != nil {
+			in.close(ctx)
+			return nil, fmt.Errorf("instantiate: %s: %w", abi.ExportInitialize, err)
+		}
+	}
 	return in, nil
 }
 
 // identity calls the version and feature exports.
 func (in *instance) identity(ctx context.Context, timeout time.Duration) (major, minor uint32, features abi.Feature, err error) {
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	vals := make([]uint64, 3)
 	for i, name := range []string{abi.ExportVersionMajor, abi.ExportVersionMinor, abi.ExportFeatures} {
-		res, err := in.mod.ExportedFunction(name).Call(cctx)
-		if err != nil {
+		stack := vals[i : i+1]
+		if err := in.call(ctx, in.mod.ExportedFunction(name), stack, timeout); err != nil {
 			return 0, 0, 0, fmt.Errorf("call %s: %w", name, err)
 		}
-		vals[i] = res[0]
 	}
 	return uint32(vals[0]), uint32(vals[1]), abi.Feature(vals[2]), nil
 }
 
 func (in *instance) close(ctx context.Context) {
+	if in.interrupt != nil {
+		in.interrupt.stop()
+	}
 	if in.mod != nil {
 		_ = in.mod.Close(context.WithoutCancel(ctx))
 	}
@@ -392,10 +451,15 @@ func (p *plugin) status() Status {
 		Hooks:      append([]string(nil), p.hooks...),
 		ABIVersion: p.abiVersion(),
 		Features:   p.features.Names(),
+		Encoding:   p.encodingName(),
+		Deadline:   "runtime",
 		Calls:      p.calls.Load(),
 		Errors:     p.errors.Load(),
 		P99Micros:  p.lat.p99().Microseconds(),
 		LoadedAt:   p.loadedAt,
+	}
+	if p.instrumented {
+		s.Deadline = "instrumented"
 	}
 	if e := p.lastErr.Load(); e != nil {
 		s.LastError = *e

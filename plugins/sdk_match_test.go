@@ -63,7 +63,13 @@ func TestSDKTypesMatchABI(t *testing.T) {
 		var abiFields []string
 		for i := range typ.NumField() {
 			fl := typ.Field(i)
-			abiFields = append(abiFields, fl.Name+" "+fl.Type.String()+" "+string(fl.Tag))
+			ft := fl.Type.String()
+			if fl.Name == "Headers" {
+				// Input headers are the SDK's read-in-place Headers type,
+				// encoded exactly like a map.
+				ft = "Headers"
+			}
+			abiFields = append(abiFields, fl.Name+" "+ft+" "+string(fl.Tag))
 		}
 		if !slices.Equal(sdkFields, abiFields) {
 			t.Errorf("sdk.%s fields\n  %s\nwant (abi)\n  %s", typ.Name(),
@@ -109,7 +115,7 @@ func TestSDKConstantsMatchABI(t *testing.T) {
 		"ABIVersionMajor": abi.VersionMajor, "ABIVersionMinor": abi.VersionMinor,
 		"FeatureRestate": int64(abi.FeatureRestate), "FeatureClassify": int64(abi.FeatureClassify),
 		"FeatureOnRequest": int64(abi.FeatureOnRequest), "FeatureLog": int64(abi.FeatureLog),
-		"FeatureKV": int64(abi.FeatureKV), "FeatureClock": int64(abi.FeatureClock),
+		"FeatureKV": int64(abi.FeatureKV), "FeatureClock": int64(abi.FeatureClock), "FeatureBinary": int64(abi.FeatureBinary),
 		"LevelTrace": int64(abi.LogTrace), "LevelDebug": int64(abi.LogDebug), "LevelInfo": int64(abi.LogInfo),
 		"LevelWarn": int64(abi.LogWarn), "LevelError": int64(abi.LogError),
 		"MaxKeyBytes": abi.MaxKeyBytes, "MaxValueBytes": abi.MaxValueBytes,
@@ -229,7 +235,7 @@ func TestSDKRoundTripThroughGuest(t *testing.T) {
 		t.Fatal(err)
 	}
 	if st := th.status(t, "echo"); strings.Join(st.Hooks, ",") != "restate,classify,on_request" ||
-		strings.Join(st.Features, ",") != "restate,classify,on_request,log,kv,clock" {
+		strings.Join(st.Features, ",") != "restate,classify,on_request,log,kv,clock,binary" {
 		t.Fatalf("hooks %v, features %v; want every hook derived from the guest's features", st.Hooks, st.Features)
 	}
 	in := abi.ErrorInput{

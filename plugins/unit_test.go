@@ -26,7 +26,7 @@ func TestNegotiate(t *testing.T) {
 	}{
 		{"configured subset", 1, abi.FeatureClassify | abi.FeatureRestate, []string{"classify"}, all, "classify", false},
 		{"derived from features, canonical order", 1, abi.FeatureOnRequest | abi.FeatureRestate | abi.FeatureLog, nil, all, "restate,on_request", false},
-		{"major mismatch", 2, abi.FeatureClassify, nil, all, "guest speaks ABI major 2, host speaks 1.0", true},
+		{"major mismatch", 2, abi.FeatureClassify, nil, all, "guest speaks ABI major 2, host speaks 1.1", true},
 		{"major zero", 0, abi.FeatureClassify, nil, all, "guest speaks ABI major 0", true},
 		{"unknown feature bit", 1, abi.FeatureClassify | 1<<40, nil, all, "features the host does not know: bit40", true},
 		{"KV without a store", 1, abi.FeatureClassify | abi.FeatureKV, nil, noKV, "cannot provide: kv", true},
@@ -81,29 +81,37 @@ func TestAnswerValidation(t *testing.T) {
 	}
 }
 
-func TestErrorInputJSON(t *testing.T) {
+func TestErrorInputEncoder(t *testing.T) {
 	in := abi.ErrorInput{Provider: "p", Status: 429,
 		Headers: map[string]string{"Authorization": "Bearer sk-1", "set-cookie": "s=1", "retry-after": "3"},
 		Body:    strings.Repeat("a", abi.MaxBodyBytes-1) + "€"} // the euro sign straddles the limit
-	b, err := errorInputJSON(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got abi.ErrorInput
-	if err := json.Unmarshal(b, &got); err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Headers) != 1 || got.Headers["retry-after"] != "3" {
-		t.Errorf("headers = %v, want only retry-after", got.Headers)
-	}
-	if len(got.Body) != abi.MaxBodyBytes-1 || strings.ContainsRune(got.Body, '\uFFFD') {
-		t.Errorf("body is %d bytes, want %d cut before the straddling rune", len(got.Body), abi.MaxBodyBytes-1)
+	enc := errorInputEncoder(in)
+	for _, binary := range []bool{false, true} {
+		b, err := enc(binary)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got abi.ErrorInput
+		if binary {
+			got, err = abi.DecodeErrorInputBinary(b)
+		} else {
+			err = json.Unmarshal(b, &got)
+		}
+		if err != nil {
+			t.Fatalf("binary %v: %v", binary, err)
+		}
+		if len(got.Headers) != 1 || got.Headers["retry-after"] != "3" {
+			t.Errorf("binary %v: headers = %v, want only retry-after", binary, got.Headers)
+		}
+		if len(got.Body) != abi.MaxBodyBytes-1 || strings.ContainsRune(got.Body, '\uFFFD') {
+			t.Errorf("binary %v: body is %d bytes, want %d cut before the straddling rune", binary, len(got.Body), abi.MaxBodyBytes-1)
+		}
+		if bytes.Contains(b, []byte("sk-1")) {
+			t.Errorf("binary %v: a credential reached the guest input", binary)
+		}
 	}
 	if in.Headers["Authorization"] == "" {
 		t.Error("the caller's header map was modified")
-	}
-	if bytes.Contains(b, []byte("sk-1")) {
-		t.Error("a credential reached the guest input")
 	}
 }
 

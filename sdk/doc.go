@@ -8,7 +8,7 @@
 //
 //	func init() {
 //		sdk.HandleClassify(func(in sdk.ErrorInput) (sdk.Decision, bool) {
-//			if in.Headers["x-acme-quota-remaining"] != "0" {
+//			if in.Headers.Get("x-acme-quota-remaining") != "0" {
 //				return sdk.Decision{}, false // let the gateway decide
 //			}
 //			sdk.Log(sdk.LevelInfo, "acme quota exhausted on "+in.Connection)
@@ -25,7 +25,7 @@
 // KVGet, KVSet and Now. In a native build (anything but GOOS=wasip1) the
 // host functions are in-memory fakes (FakeLogs, SetNow, ResetFakes) and
 // CallClassify, CallRestate and CallOnRequest run the registered handlers
-// through the same JSON encoding the host uses, so plugin logic is unit
+// through the same binary encoding the host uses, so plugin logic is unit
 // tested with a plain `go test`.
 //
 // A guest instance serves one hook call at a time; handlers need no

@@ -12,7 +12,7 @@ import (
 // logic runs under a plain `go test`: Log records entries (FakeLogs), the
 // KV store is a map (expiry judged against Now), and Now is a settable
 // clock. CallRestate, CallClassify and CallOnRequest invoke the registered
-// handlers through the same JSON encoding the host uses. The fakes are
+// handlers through the same binary encoding the host uses. The fakes are
 // goroutine-safe.
 
 // LogEntry is one message recorded by the native Log fake.
@@ -123,7 +123,7 @@ func ResetFakes() {
 }
 
 // CallRestate runs the registered restate handler the way the host does:
-// the input is JSON-encoded, decoded by the SDK, and the answer encoded and
+// the input is encoded, decoded by the SDK, and the answer encoded and
 // decoded again. It returns false when there is no handler or no decision.
 // Native builds only.
 func CallRestate(in ErrorInput) (Restatement, bool) {

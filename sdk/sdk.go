@@ -34,13 +34,14 @@ func HandleOnRequest(fn func(RequestInfo) (RequestAction, bool)) { onRequestHand
 // plugin instead of failing its calls. Hook bits passed here are ignored
 // (they follow the registered handlers). Call it from init.
 func Require(f Feature) {
-	required |= f &^ (FeatureRestate | FeatureClassify | FeatureOnRequest)
+	required |= f &^ (FeatureRestate | FeatureClassify | FeatureOnRequest | FeatureBinary)
 }
 
 // Features returns the feature set the plugin declares to the host: a hook
-// bit per registered handler plus the Require'd capabilities.
+// bit per registered handler, the Require'd capabilities and FeatureBinary
+// (the SDK exchanges hook data in the ABI's binary encoding).
 func Features() Feature {
-	f := required
+	f := required | FeatureBinary
 	if restateHandler != nil {
 		f |= FeatureRestate
 	}

@@ -22,17 +22,17 @@ func resetHandlers(t *testing.T) {
 
 func TestFeaturesFollowHandlers(t *testing.T) {
 	resetHandlers(t)
-	if f := Features(); f != 0 {
-		t.Fatalf("Features() with nothing registered = %b, want 0", f)
+	if f := Features(); f != FeatureBinary {
+		t.Fatalf("Features() with nothing registered = %b, want binary only", f)
 	}
 	HandleClassify(func(ErrorInput) (Decision, bool) { return Decision{}, false })
 	Require(FeatureKV | FeatureRestate) // hook bits are ignored here
-	if f := Features(); f != FeatureClassify|FeatureKV {
-		t.Fatalf("Features() = %b, want classify|kv", f)
+	if f := Features(); f != FeatureClassify|FeatureKV|FeatureBinary {
+		t.Fatalf("Features() = %b, want classify|kv|binary", f)
 	}
 	HandleRestate(func(ErrorInput) (Restatement, bool) { return Restatement{}, false })
 	HandleOnRequest(func(RequestInfo) (RequestAction, bool) { return RequestAction{}, false })
-	if f := Features(); f != FeatureRestate|FeatureClassify|FeatureOnRequest|FeatureKV {
+	if f := Features(); f != FeatureRestate|FeatureClassify|FeatureOnRequest|FeatureKV|FeatureBinary {
 		t.Fatalf("Features() = %b, want every hook and kv", f)
 	}
 	HandleClassify(nil)
@@ -41,7 +41,7 @@ func TestFeaturesFollowHandlers(t *testing.T) {
 	}
 }
 
-func TestCallHelpersGoThroughJSON(t *testing.T) {
+func TestCallHelpersGoThroughTheEncoding(t *testing.T) {
 	resetHandlers(t)
 	var seen ErrorInput
 	HandleClassify(func(in ErrorInput) (Decision, bool) {
@@ -54,12 +54,12 @@ func TestCallHelpersGoThroughJSON(t *testing.T) {
 	HandleOnRequest(func(in RequestInfo) (RequestAction, bool) {
 		return RequestAction{Model: in.Model + "-mini", SetHeaders: map[string]string{"x-path": in.Path}}, true
 	})
-	in := ErrorInput{Provider: "p", Status: 429, Headers: map[string]string{"x-q": "\"0\""}, Body: "é\n"}
+	in := ErrorInput{Provider: "p", Status: 429, Headers: NewHeaders(map[string]string{"x-q": "\"0\""}), Body: "é\n"}
 	d, ok := CallClassify(in)
 	if !ok || d != (Decision{Reason: "quota_exhausted", Scope: "connection", CooldownMS: 1500, RuleID: "r<1>"}) {
 		t.Fatalf("CallClassify = %+v, %v", d, ok)
 	}
-	if seen.Headers["x-q"] != `"0"` || seen.Body != "é\n" || seen.Status != 429 {
+	if seen.Headers.Get("x-q") != `"0"` || seen.Body != "é\n" || seen.Status != 429 {
 		t.Fatalf("handler saw %+v", seen)
 	}
 	if r, ok := CallRestate(in); !ok || r != (Restatement{Status: 503, RetryAfterMS: 429}) {
@@ -91,7 +91,7 @@ func TestUndecodableInputIsLoggedAndDeclined(t *testing.T) {
 	resetHandlers(t)
 	called := false
 	HandleClassify(func(ErrorInput) (Decision, bool) { called = true; return Decision{Reason: "x"}, true })
-	out, ok := dispatchClassify([]byte(`{"status":"not a number"}`), nil)
+	out, ok := dispatchClassify([]byte{0xff, 0xff, 0xff, 0x7f, 'x'}, nil) // a string longer than the input
 	if ok || len(out) != 0 || called {
 		t.Fatalf("dispatch = %q, %v (handler called %v); want no decision", out, ok, called)
 	}

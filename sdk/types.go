@@ -1,6 +1,7 @@
 package sdk
 
-// The types below are the JSON encodings of the hook inputs and outputs.
+// The types below are the hook inputs and outputs (the json tags name the
+// fields of the ABI's JSON encoding; the SDK itself uses the binary one).
 // They are copies of the host's plugins/abi types (this module must not
 // depend on the gateway); a host test checks that both stay identical.
 
@@ -8,15 +9,15 @@ package sdk
 // attempt. Header names are lower-cased; Body is bounded by the host
 // (MaxBodyBytes); credential headers are never passed.
 type ErrorInput struct {
-	Provider   string            `json:"provider"`
-	Connection string            `json:"connection"`
-	Model      string            `json:"model"`
-	Profile    string            `json:"profile"`
-	Status     int               `json:"status"`
-	Headers    map[string]string `json:"headers,omitempty"`
-	ErrorCode  string            `json:"error_code,omitempty"`
-	ErrorType  string            `json:"error_type,omitempty"`
-	Body       string            `json:"body,omitempty"`
+	Provider   string  `json:"provider"`
+	Connection string  `json:"connection"`
+	Model      string  `json:"model"`
+	Profile    string  `json:"profile"`
+	Status     int     `json:"status"`
+	Headers    Headers `json:"headers,omitempty"`
+	ErrorCode  string  `json:"error_code,omitempty"`
+	ErrorType  string  `json:"error_type,omitempty"`
+	Body       string  `json:"body,omitempty"`
 }
 
 // Restatement is a restate hook's answer: the corrected status and the
@@ -42,10 +43,10 @@ type Decision struct {
 // RequestInfo is what an on_request hook sees of a client request.
 // Credential headers are never passed.
 type RequestInfo struct {
-	Model   string            `json:"model"`
-	Path    string            `json:"path"`
-	KeyID   string            `json:"key_id,omitempty"`
-	Headers map[string]string `json:"headers,omitempty"`
+	Model   string  `json:"model"`
+	Path    string  `json:"path"`
+	KeyID   string  `json:"key_id,omitempty"`
+	Headers Headers `json:"headers,omitempty"`
 }
 
 // RequestAction is an on_request hook's answer: rewrite the model, set or
@@ -87,7 +88,7 @@ const (
 // implements; the host loads a guest only when the majors match.
 const (
 	ABIVersionMajor = 1
-	ABIVersionMinor = 0
+	ABIVersionMinor = 1
 )
 
 // Feature is one bit of the capability set a guest declares to the host.
@@ -102,6 +103,7 @@ const (
 	FeatureLog       Feature = 1 << 3
 	FeatureKV        Feature = 1 << 4
 	FeatureClock     Feature = 1 << 5
+	FeatureBinary    Feature = 1 << 6 // always set: the SDK speaks the binary encoding
 )
 
 // LogLevel is the level of a Log message.

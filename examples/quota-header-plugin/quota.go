@@ -25,7 +25,7 @@ const (
 // quota header is zero or negative, with the cooldown taken from the reset
 // header. Anything else is left to the gateway.
 func classify(in sdk.ErrorInput) (sdk.Decision, bool) {
-	raw, ok := in.Headers[remainingHeader]
+	raw, ok := in.Headers.Lookup(remainingHeader)
 	if !ok {
 		return sdk.Decision{}, false
 	}
@@ -39,7 +39,7 @@ func classify(in sdk.ErrorInput) (sdk.Decision, bool) {
 	}
 	d := sdk.Decision{Reason: sdk.ReasonQuotaExhausted, Scope: sdk.ScopeConnection, RuleID: ruleID}
 	msg := "quota exhausted on connection " + in.Connection
-	if cooldown, ok := resetCooldown(in.Headers[resetHeader], sdk.Now()); ok {
+	if cooldown, ok := resetCooldown(in.Headers.Get(resetHeader), sdk.Now()); ok {
 		d.CooldownMS = cooldown.Milliseconds()
 		msg += "; cooling down for " + cooldown.String()
 	} else {

@@ -96,7 +96,7 @@ func TestClassify(t *testing.T) {
 			sdk.ResetFakes()
 			sdk.SetNow(now)
 			in := sdk.ErrorInput{Provider: "acme", Connection: "acme/main", Model: "acme-large",
-				Profile: "apikey", Status: 429, Headers: tt.headers}
+				Profile: "apikey", Status: 429, Headers: sdk.NewHeaders(tt.headers)}
 			got, decided := sdk.CallClassify(in)
 			if decided != tt.decided || got != tt.want {
 				t.Fatalf("CallClassify = %+v, %v; want %+v, %v", got, decided, tt.want, tt.decided)
@@ -119,7 +119,7 @@ func TestExhaustedLogsAtInfoNamingTheConnection(t *testing.T) {
 	sdk.ResetFakes()
 	sdk.SetNow(now)
 	_, _ = sdk.CallClassify(sdk.ErrorInput{Connection: "acme/backup", Status: 403,
-		Headers: map[string]string{"x-acme-quota-remaining": "0", "x-acme-quota-reset": "60"}})
+		Headers: sdk.NewHeaders(map[string]string{"x-acme-quota-remaining": "0", "x-acme-quota-reset": "60"})})
 	logs := sdk.FakeLogs()
 	if len(logs) != 1 || logs[0].Level != sdk.LevelInfo || !strings.Contains(logs[0].Message, "acme/backup") {
 		t.Fatalf("logs = %+v, want one info message naming acme/backup", logs)
@@ -127,7 +127,7 @@ func TestExhaustedLogsAtInfoNamingTheConnection(t *testing.T) {
 }
 
 func TestRegistersOnlyClassify(t *testing.T) {
-	if got := sdk.Features(); got != sdk.FeatureClassify {
-		t.Fatalf("Features() = %b, want only FeatureClassify", got)
+	if got := sdk.Features(); got != sdk.FeatureClassify|sdk.FeatureBinary {
+		t.Fatalf("Features() = %b, want only FeatureClassify (and the SDK's FeatureBinary)", got)
 	}
 }

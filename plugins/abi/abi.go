@@ -11,7 +11,7 @@ const VersionMajor = 1
 
 // VersionMinor is the ABI minor version of this contract. Minors of one
 // major are backward compatible additions.
-const VersionMinor = 0
+const VersionMinor = 1
 
 // Feature is one bit of the set a guest returns from ExportFeatures.
 type Feature uint64
@@ -32,14 +32,17 @@ const (
 	FeatureKV Feature = 1 << 4
 	// FeatureClock: the guest needs ImportNowMS.
 	FeatureClock Feature = 1 << 5
+	// FeatureBinary: the guest reads hook inputs and writes hook answers in
+	// the binary encoding instead of JSON (since ABI 1.1).
+	FeatureBinary Feature = 1 << 6
 
 	// FeaturesKnown is every bit this minor version defines.
 	FeaturesKnown = FeatureRestate | FeatureClassify | FeatureOnRequest |
-		FeatureLog | FeatureKV | FeatureClock
+		FeatureLog | FeatureKV | FeatureClock | FeatureBinary
 )
 
 // featureNames lists the name of each known bit, lowest first.
-var featureNames = [...]string{"restate", "classify", "on_request", "log", "kv", "clock"}
+var featureNames = [...]string{"restate", "classify", "on_request", "log", "kv", "clock", "binary"}
 
 // Names returns the names of the set bits, lowest first ("classify", "log",
 // ...); an unknown bit is named "bit<N>".
@@ -251,11 +254,10 @@ const (
 	// MaxLogBytes bounds a log message; the host truncates longer ones.
 	MaxLogBytes = 4 << 10
 	// MaxBodyBytes bounds ErrorInput.Body; the host truncates longer bodies
-	// (on a rune boundary). Decoding an escape-heavy body costs a Go guest
-	// about 0.15 µs a byte under the host's deadline checks; the cap keeps
-	// a call under a millisecond.
+	// (on a rune boundary). Error bodies that matter fit; the cap bounds the
+	// copies into and inside the guest (and a JSON guest's decoding).
 	MaxBodyBytes = 4 << 10
-	// MaxAnswerBytes bounds a hook's JSON answer.
+	// MaxAnswerBytes bounds a hook's answer.
 	MaxAnswerBytes = 64 << 10
 )
 

@@ -40,7 +40,7 @@
 //
 // # Calling a hook
 //
-// The host JSON-encodes the hook input, calls breakwater_alloc(len) to get a
+// The host encodes the hook input (see Encodings), calls breakwater_alloc(len) to get a
 // guest buffer of at least len bytes, writes the input there and calls the
 // hook export with (ptr, len). The guest keeps that buffer reserved for the
 // host until its next breakwater_alloc call, so a host may reuse one buffer
@@ -49,11 +49,11 @@
 //
 // A hook returns an i64: 0 means "no decision" (the host goes on with the
 // next plugin, then its built-in rules); anything else packs the pointer and
-// length of a JSON answer (PackPtrLen: pointer in the high 32 bits, length in
+// length of an encoded answer (PackPtrLen: pointer in the high 32 bits, length in
 // the low 32 bits). The answer stays valid until the next call into the
 // instance; the host copies or decodes it at once. An answer that is out of
-// bounds, longer than MaxAnswerBytes, not valid JSON for the hook's output
-// type, or semantically invalid (see the output types) counts as a plugin
+// bounds, longer than MaxAnswerBytes, not a valid encoding of the hook's
+// output type, or semantically invalid (see the output types) counts as a plugin
 // error and the host falls back to its built-in decision.
 //
 // An instance serves one call at a time (the host pins one instance to one
@@ -85,13 +85,29 @@
 //
 // # Encodings
 //
-// Hook inputs and outputs are UTF-8 JSON objects with the field names of the
-// struct tags in this package:
+// Hook inputs and outputs are exchanged in one of two encodings, chosen by
+// the guest: JSON by default, or the binary encoding when the guest sets
+// FeatureBinary (ABI 1.1; the Go SDK always does). The pairs are:
 //
 //	restate:    ErrorInput   -> Restatement
 //	classify:   ErrorInput   -> Decision
 //	on_request: RequestInfo  -> RequestAction
 //
-// Unknown input fields must be ignored by guests (a minor version may add
-// fields); unknown answer fields are ignored by the host.
+// JSON: UTF-8 JSON objects with the field names of the struct tags in this
+// package. Unknown input fields must be ignored by guests (a minor version
+// may add fields); unknown answer fields are ignored by the host.
+//
+// Binary: each value is its fields in struct declaration order, nothing
+// between and nothing after. An int is 8 bytes little-endian two's
+// complement; a string is a u32 little-endian byte length followed by that
+// many bytes of UTF-8; a map is a u32 little-endian pair count followed by
+// that many (key string, value string) pairs. So an ErrorInput is
+// provider, connection, model, profile (strings), status (int), headers
+// (map), error_code, error_type, body (strings), and a Decision is reason,
+// scope (strings), cooldown_ms (int), rule_id (string). The binary layout of
+// a type never changes within a major version; a later minor that adds
+// fields does so behind a new feature bit. AppendErrorInputBinary and the
+// other Append…Binary / Decode…Binary functions implement it. The host
+// rejects an answer that is truncated, has bytes after its last field, or
+// holds a string that is not UTF-8.
 package abi

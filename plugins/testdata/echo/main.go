@@ -36,7 +36,7 @@ func init() {
 			return sdk.RequestAction{RejectStatus: 403, RejectMessage: "key " + in.KeyID + " may not use " + in.Path}, true
 		}
 		set := map[string]string{"x-echo-path": in.Path, "x-echo-key": in.KeyID}
-		for k, v := range in.Headers {
+		for k, v := range in.Headers.All() {
 			set["x-echo-"+k] = v
 		}
 		return sdk.RequestAction{Model: in.Model + "-rewritten", SetHeaders: set}, true
@@ -46,7 +46,7 @@ func init() {
 // describe joins every field of in; the host test computes the same string.
 func describe(in sdk.ErrorInput) string {
 	var hs []string
-	for k, v := range in.Headers {
+	for k, v := range in.Headers.All() {
 		hs = append(hs, k+"="+v)
 	}
 	slices.Sort(hs)

@@ -1,0 +1,3 @@
+module interrupttest/guest
+
+go 1.26
