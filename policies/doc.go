@@ -79,11 +79,19 @@
 // # Cost
 //
 // The pipeline runs on every failed attempt, so the built-in policies are
-// written for OPA's rule index (each classification rule tests
-// input.provider or input.status against a constant first) and evaluate a
-// few built-ins each. One Rego evaluation serves an attempt, a restated
-// one included (data.breakwater.pipeline.judged classifies the status a
-// Rego restatement yields with `with input.status as ...`); a second one
-// runs only after an operator JSON rule or the plugin restated the status.
+// written for OPA's rule index: the classification catalogue is one else
+// chain (data.breakwater.classify.decision_for), each entry testing
+// input.provider or the status against constants first, so that the index
+// skips the entries that cannot apply and evaluation stops at the first
+// match; entries evaluate a few built-ins each. One Rego evaluation serves
+// an attempt, a restated one included: data.breakwater.pipeline.judged
+// classifies the status a Rego restatement yields with `with input.status
+// as ...`, and judged_builtin (no operator policies) passes it to
+// decision_for instead, sparing the copy of the input a `with` makes. A
+// second evaluation runs only after an operator JSON rule or the plugin
+// restated the status. Each evaluation borrows a pooled cache for the
+// documents it computes, hands OPA a never-cancelled handle (OPA otherwise
+// starts a goroutine per evaluation to watch the context) and no metrics,
+// and its result is read as OPA's terms, not converted to Go maps.
 // BenchmarkRestateAndClassify measures one attempt.
 package policies

@@ -69,6 +69,21 @@ func (t *tracer) addf(format string, args ...any) {
 	}
 }
 
+// input records the attempt judged. It formats nothing for a nil tracer
+// (arguments to addf would be boxed even then).
+func (t *tracer) input(in *engine.ErrorInput) {
+	if t != nil {
+		t.addf("input: provider=%s status=%d body=%d bytes", in.Provider, in.Status, len(in.Body))
+	}
+}
+
+// defaulted records that engine.DefaultClassifier's outcome o stands.
+func (t *tracer) defaulted(o *engine.Outcome) {
+	if t != nil {
+		t.addf("default: %s → %s", o.RuleID, describe(o.Reason, o.Scope, 0))
+	}
+}
+
 func (t *tracer) restate(stage string, rs *restatement, original int) {
 	if t == nil {
 		return

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,7 +13,9 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/open-policy-agent/opa/v1/ast"
+	"github.com/open-policy-agent/opa/v1/metrics"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/breakwater-dev/breakwater/engine"
 )
@@ -79,6 +82,13 @@ type Pipeline struct {
 	// fallback are the built-in-only queries, used when an evaluation of
 	// the serving revision fails (an operator policy erring at run time).
 	fallback queries
+	// never is the cancellation handle of every evaluation: it is never
+	// cancelled (evaluations have no deadline, see eval), and handing it to
+	// OPA spares the goroutine OPA otherwise starts per evaluation to
+	// watch the context. It is only read, so goroutines share it.
+	never topdown.Cancel
+	// caches are the virtual document caches evaluations borrow.
+	caches evalCachePool
 
 	state atomic.Pointer[pipelineState]
 
@@ -161,6 +171,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		store:   o.Store,
 		dir:     o.Dir,
 		plugins: o.Plugins,
+		never:   topdown.NewCancel(),
 	}
 	if p.log == nil {
 		p.log = hclog.NewNullLogger()
@@ -211,7 +222,7 @@ func prepareQueries(ctx context.Context, modules map[string]*ast.Module) (querie
 		query string
 		pq    *rego.PreparedEvalQuery
 	}{{decisionsQuery, &q.decisions}, {classifiedQuery, &q.classified}, {judged, &q.judged}} {
-		pq, err := rego.New(rego.Query(x.query), rego.Compiler(c)).PrepareForEval(ctx)
+		pq, err := rego.New(rego.Query(x.query), rego.Compiler(c), rego.GenerateJSON(rawTerm)).PrepareForEval(ctx)
 		if err != nil {
 			return queries{}, fmt.Errorf("prepare %s: %w", x.query, err)
 		}
@@ -219,6 +230,10 @@ func prepareQueries(ctx context.Context, modules map[string]*ast.Module) (querie
 	}
 	return q, nil
 }
+
+// rawTerm hands a query's result over as the *ast.Term OPA computed:
+// decodeResult reads it directly instead of a conversion to Go maps.
+func rawTerm(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }
 
 // Revision returns the serving revision: the built-in bundle's revision,
 // plus "+operator." and a digest of the operator files when there are any.
@@ -255,11 +270,11 @@ type restatement struct {
 
 // regoResult is the decoded result of a pipeline query.
 type regoResult struct {
-	operatorRestate, builtinRestate map[string]any
+	operatorRestate, builtinRestate ast.Object
 	// restating reports that a restatement was proposed, so the
 	// classifications were left out.
 	restating         bool
-	operator, builtin map[string]any
+	operator, builtin ast.Object
 	// status is the status operator and builtin were judged with (judged
 	// query only; 0 when absent).
 	status int
@@ -270,7 +285,7 @@ func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decis
 	if in.TransportErr != nil || in.Status == 0 {
 		o := engine.DefaultClassifier{}.Classify(in)
 		tr.addf("transport error or no status: rules skipped")
-		tr.addf("default: %s → %s", o.RuleID, describe(o.Reason, o.Scope, 0))
+		tr.defaulted(&o)
 		return o, nil
 	}
 	st := p.state.Load()
@@ -282,7 +297,7 @@ func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decis
 		now = p.clock.Now()
 	}
 	doc := newInputDoc(&in, original, now)
-	tr.addf("input: provider=%s status=%d body=%d bytes", in.Provider, original, len(in.Body))
+	tr.input(&in)
 
 	// Restatement: operator rules; then one evaluation gathering the Rego
 	// restatements for the status as sent, and the Rego classifications
@@ -388,7 +403,7 @@ func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decis
 		}
 	}
 	if d == nil {
-		tr.addf("default: %s → %s", o.RuleID, describe(o.Reason, o.Scope, 0))
+		tr.defaulted(&o)
 		return o, nil
 	}
 	applyDecision(&o, d)
@@ -440,7 +455,7 @@ func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *
 		}
 		return q.classified
 	}
-	rs, err := pick(st.queries).Eval(ctx, rego.EvalParsedInput(input))
+	rs, err := p.evalQuery(ctx, pick(st.queries), input)
 	if err != nil {
 		p.evalErrors.Add(1)
 		tr.addf("rego: evaluation of revision %s failed (%v); built-in policies only", st.revision, err)
@@ -448,7 +463,7 @@ func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *
 			p.log.Error("policy evaluation failed; falling back to the built-in policies (logged once per revision)",
 				"revision", st.revision, "error", err)
 		}
-		if rs, err = pick(p.fallback).Eval(ctx, rego.EvalParsedInput(input)); err != nil {
+		if rs, err = p.evalQuery(ctx, pick(p.fallback), input); err != nil {
 			p.log.Error("built-in policy evaluation failed", "error", err)
 			return regoResult{}
 		}
@@ -461,12 +476,24 @@ func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *
 // the caller then takes the two-query path, which falls back per query to
 // the built-in policies as eval does.
 func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc) (regoResult, bool) {
-	rs, err := st.queries.judged.Eval(ctx, rego.EvalParsedInput(doc.value(doc.original)))
+	rs, err := p.evalQuery(ctx, st.queries.judged, doc.value(doc.original))
 	if err != nil {
 		return regoResult{}, false
 	}
 	rr := decodeResult(rs)
 	return rr, rr.status != 0
+}
+
+// evalQuery evaluates prepared query pq (see prepareQueries) with input:
+// no metrics (nobody reads them), a pooled virtual document cache, and the
+// never-cancelled handle instead of a goroutine watching ctx, so ctx's
+// cancellation is not observed (the pipeline's evaluations have no
+// deadline, see eval).
+func (p *Pipeline) evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+	c := p.caches.get()
+	defer p.caches.put(c)
+	return pq.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(p.never), rego.EvalMetrics(metrics.NoOp()),
+		rego.EvalVirtualCache(c))
 }
 
 // inputKeys are the input document's keys, built once.
@@ -482,40 +509,58 @@ var inputKeys = struct {
 }
 
 // inputDoc builds the input documents (see the package documentation) of
-// one attempt: the parts that do not depend on the status (headers, error,
-// body and text) are built once and shared by every document it returns.
-// It is used by one goroutine.
+// one attempt: the parts that do not depend on the status are built once
+// and shared by every document it returns. Its terms live in the inputDoc
+// itself, one allocation instead of one per term. It is used by one
+// goroutine.
 type inputDoc struct {
-	in       *engine.ErrorInput
 	original int
-	now      *ast.Term
-	hdr      *ast.Term
-	errObj   *ast.Term
-	body     *ast.Term
-	text     *ast.Term
+	provider, connection, model, profile, now,
+	hdr, errObj, code, typ, body, text ast.Term
 }
 
 // newInputDoc prepares the input documents of in, whose status as sent is
 // original, at now.
 func newInputDoc(in *engine.ErrorInput, original int, now time.Time) *inputDoc {
 	k := &inputKeys
-	hdr := ast.NewObject()
-	for name, v := range in.Headers {
-		hdr.Insert(ast.StringTerm(strings.ToLower(name)), ast.StringTerm(v))
-	}
 	body := boundBody(in.Body)
-	return &inputDoc{
-		in:       in,
-		original: original,
-		now:      ast.IntNumberTerm(int(now.UnixMilli())),
-		hdr:      ast.NewTerm(hdr),
-		errObj: ast.ObjectTerm(
-			[2]*ast.Term{k.code, ast.StringTerm(in.ErrorCode)},
-			[2]*ast.Term{k.typ, ast.StringTerm(in.ErrorType)},
-		),
-		body: ast.StringTerm(body),
-		text: ast.StringTerm(lowerText(body, in.ErrorCode, in.ErrorType)),
+	d := &inputDoc{original: original}
+	d.provider.Value = ast.String(in.Provider)
+	d.connection.Value = ast.String(in.Connection)
+	d.model.Value = ast.String(in.Model)
+	d.profile.Value = ast.String(in.Profile)
+	d.now.Value = ast.Number(strconv.FormatInt(now.UnixMilli(), 10))
+	d.hdr.Value = headersObject(in.Headers)
+	d.code.Value = ast.String(in.ErrorCode)
+	d.typ.Value = ast.String(in.ErrorType)
+	d.errObj.Value = ast.NewObject([2]*ast.Term{k.code, &d.code}, [2]*ast.Term{k.typ, &d.typ})
+	d.body.Value = ast.String(body)
+	d.text.Value = ast.String(lowerText(body, in.ErrorCode, in.ErrorType))
+	return d
+}
+
+// headersObject is the input's headers object: h with lower-cased names.
+func headersObject(h map[string]string) ast.Object {
+	terms := make([]ast.Term, 0, 2*len(h))
+	pairs := make([][2]*ast.Term, 0, len(h))
+	lowered := false
+	for name, v := range h {
+		if lower := strings.ToLower(name); lower != name {
+			name, lowered = lower, true
+		}
+		terms = append(terms, ast.Term{Value: ast.String(name)}, ast.Term{Value: ast.String(v)})
+		pairs = append(pairs, [2]*ast.Term{&terms[len(terms)-2], &terms[len(terms)-1]})
 	}
+	if !lowered {
+		// Distinct map keys: no name repeats.
+		return ast.NewObject(pairs...)
+	}
+	// Two names may have lowered to one: Insert keeps one of them.
+	o := ast.NewObjectWithCapacity(len(pairs))
+	for _, kv := range pairs {
+		o.Insert(kv[0], kv[1])
+	}
+	return o
 }
 
 // value returns the input document for status (input.restated is true
@@ -523,18 +568,18 @@ func newInputDoc(in *engine.ErrorInput, original int, now time.Time) *inputDoc {
 func (d *inputDoc) value(status int) ast.Value {
 	k := &inputKeys
 	return ast.NewObject(
-		[2]*ast.Term{k.provider, ast.StringTerm(d.in.Provider)},
-		[2]*ast.Term{k.connection, ast.StringTerm(d.in.Connection)},
-		[2]*ast.Term{k.model, ast.StringTerm(d.in.Model)},
-		[2]*ast.Term{k.profile, ast.StringTerm(string(d.in.Profile))},
+		[2]*ast.Term{k.provider, &d.provider},
+		[2]*ast.Term{k.connection, &d.connection},
+		[2]*ast.Term{k.model, &d.model},
+		[2]*ast.Term{k.profile, &d.profile},
 		[2]*ast.Term{k.status, ast.InternedTerm(status)},
 		[2]*ast.Term{k.originalStatus, ast.InternedTerm(d.original)},
 		[2]*ast.Term{k.restated, ast.InternedTerm(status != d.original)},
-		[2]*ast.Term{k.headers, d.hdr},
-		[2]*ast.Term{k.errorObj, d.errObj},
-		[2]*ast.Term{k.body, d.body},
-		[2]*ast.Term{k.text, d.text},
-		[2]*ast.Term{k.nowMS, d.now},
+		[2]*ast.Term{k.headers, &d.hdr},
+		[2]*ast.Term{k.errorObj, &d.errObj},
+		[2]*ast.Term{k.body, &d.body},
+		[2]*ast.Term{k.text, &d.text},
+		[2]*ast.Term{k.nowMS, &d.now},
 	)
 }
 
@@ -579,43 +624,103 @@ func boundBody(body string) string {
 	return body[:cut]
 }
 
-// decodeResult reads a pipeline query's result.
+// resultKeys are the keys decodeResult and the validations read, built
+// once.
+var resultKeys = struct {
+	operatorRestate, builtinRestate, restating, operator, builtin, status,
+	id, toStatus, retryAfterMS, reason, scope, cooldownMS *ast.Term
+}{
+	ast.StringTerm("operator_restate"), ast.StringTerm("builtin_restate"),
+	ast.StringTerm("restating"), ast.StringTerm("operator"), ast.StringTerm("builtin"),
+	ast.StringTerm("status"), ast.StringTerm("id"), ast.StringTerm("to_status"),
+	ast.StringTerm("retry_after_ms"), ast.StringTerm("reason"), ast.StringTerm("scope"),
+	ast.StringTerm("cooldown_ms"),
+}
+
+// decodeResult reads a pipeline query's result, the *ast.Term rawTerm
+// hands over.
 func decodeResult(rs rego.ResultSet) regoResult {
 	var out regoResult
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
 		return out
 	}
-	m, _ := rs[0].Expressions[0].Value.(map[string]any)
-	out.operatorRestate, _ = m["operator_restate"].(map[string]any)
-	out.builtinRestate, _ = m["builtin_restate"].(map[string]any)
-	out.restating, _ = m["restating"].(bool)
-	out.operator, _ = m["operator"].(map[string]any)
-	out.builtin, _ = m["builtin"].(map[string]any)
-	if s, ok := asInt(m["status"]); ok && s >= 100 && s <= 599 {
+	t, _ := rs[0].Expressions[0].Value.(*ast.Term)
+	if t == nil {
+		return out
+	}
+	m, _ := t.Value.(ast.Object)
+	if m == nil {
+		return out
+	}
+	k := &resultKeys
+	out.operatorRestate = objectAt(m, k.operatorRestate)
+	out.builtinRestate = objectAt(m, k.builtinRestate)
+	if b, ok := valueAt(m, k.restating).(ast.Boolean); ok {
+		out.restating = bool(b)
+	}
+	out.operator = objectAt(m, k.operator)
+	out.builtin = objectAt(m, k.builtin)
+	if s, ok := asInt(valueAt(m, k.status)); ok && s >= 100 && s <= 599 {
 		out.status = int(s)
 	}
 	return out
+}
+
+// valueAt returns the value of m's key, nil when absent.
+func valueAt(m ast.Object, key *ast.Term) ast.Value {
+	if t := m.Get(key); t != nil {
+		return t.Value
+	}
+	return nil
+}
+
+// objectAt returns the object at m's key, nil when absent or not an
+// object.
+func objectAt(m ast.Object, key *ast.Term) ast.Object {
+	o, _ := valueAt(m, key).(ast.Object)
+	return o
+}
+
+// stringAt returns the string at m's key, "" when absent or not a string.
+func stringAt(m ast.Object, key *ast.Term) string {
+	s, _ := valueAt(m, key).(ast.String)
+	return string(s)
+}
+
+// jsonAt returns the JSON value (as encoding/json decodes it, numbers as
+// json.Number) at m's key for messages, nil when absent.
+func jsonAt(m ast.Object, key *ast.Term) any {
+	v := valueAt(m, key)
+	if v == nil {
+		return nil
+	}
+	x, err := ast.JSON(v)
+	if err != nil {
+		return v.String()
+	}
+	return x
 }
 
 // regoRestatement validates a Rego restate decision {id, to_status,
 // retry_after_ms}: to_status must be an HTTP status, retry_after_ms
 // (optional) not negative; one equal to original is no restatement. An
 // invalid one is counted, logged and ignored.
-func (p *Pipeline) regoRestatement(st *pipelineState, source string, m map[string]any, original int, tr *tracer) *restatement {
+func (p *Pipeline) regoRestatement(st *pipelineState, source string, m ast.Object, original int, tr *tracer) *restatement {
 	if m == nil {
 		return nil
 	}
-	id, _ := m["id"].(string)
+	k := &resultKeys
+	id := stringAt(m, k.id)
 	if id == "" {
 		id = source + ".restate"
 	}
-	to, okTo := asInt(m["to_status"])
+	to, okTo := asInt(valueAt(m, k.toStatus))
 	ms, okMS := int64(0), true
-	if v, present := m["retry_after_ms"]; present {
+	if v := valueAt(m, k.retryAfterMS); v != nil {
 		ms, okMS = asInt(v)
 	}
 	if !okTo || to < 100 || to > 599 || !okMS || ms < 0 {
-		p.invalid(st, tr, "restate", source, id, fmt.Sprintf("to_status %v, retry_after_ms %v", m["to_status"], m["retry_after_ms"]))
+		p.invalid(st, tr, "restate", source, id, fmt.Sprintf("to_status %v, retry_after_ms %v", jsonAt(m, k.toStatus), jsonAt(m, k.retryAfterMS)))
 		return nil
 	}
 	if int(to) == original {
@@ -628,18 +733,19 @@ func (p *Pipeline) regoRestatement(st *pipelineState, source string, m map[strin
 // cooldown_ms}: a known reason, a known scope (or none: the reason's
 // usual scope), a cooldown_ms (optional) not negative. An invalid one is
 // counted, logged and ignored.
-func (p *Pipeline) regoDecision(st *pipelineState, source string, m map[string]any, tr *tracer) *decision {
+func (p *Pipeline) regoDecision(st *pipelineState, source string, m ast.Object, tr *tracer) *decision {
 	if m == nil {
 		return nil
 	}
-	id, _ := m["id"].(string)
+	k := &resultKeys
+	id := stringAt(m, k.id)
 	if id == "" {
 		id = source + ".rego"
 	}
-	rs, _ := m["reason"].(string)
-	ss, _ := m["scope"].(string)
+	rs := stringAt(m, k.reason)
+	ss := stringAt(m, k.scope)
 	ms, msOK := int64(0), true
-	if v, present := m["cooldown_ms"]; present {
+	if v := valueAt(m, k.cooldownMS); v != nil {
 		ms, msOK = asInt(v)
 	}
 	reason, okR := validReason(rs)
@@ -648,7 +754,7 @@ func (p *Pipeline) regoDecision(st *pipelineState, source string, m map[string]a
 		scope, okS = defaultScope(reason), true
 	}
 	if !okR || !okS || !msOK || ms < 0 {
-		p.invalid(st, tr, "classify", source, id, fmt.Sprintf("reason %q, scope %q, cooldown_ms %v", rs, ss, m["cooldown_ms"]))
+		p.invalid(st, tr, "classify", source, id, fmt.Sprintf("reason %q, scope %q, cooldown_ms %v", rs, ss, jsonAt(m, k.cooldownMS)))
 		return nil
 	}
 	return &decision{source: source, id: id, reason: reason, scope: scope, cooldown: time.Duration(ms) * time.Millisecond}
@@ -665,27 +771,18 @@ func (p *Pipeline) invalid(st *pipelineState, tr *tracer, kind, source, id, what
 	}
 }
 
-// asInt reads a JSON number produced by OPA.
-func asInt(v any) (int64, bool) {
-	switch n := v.(type) {
-	case json.Number:
-		if i, err := n.Int64(); err == nil {
-			return i, true
-		}
-		f, err := n.Float64()
-		if err != nil || f != float64(int64(f)) {
-			return 0, false
-		}
-		return int64(f), true
-	case float64:
-		if n != float64(int64(n)) {
-			return 0, false
-		}
-		return int64(n), true
-	case int:
-		return int64(n), true
-	case int64:
-		return n, true
+// asInt reads an integral Rego number.
+func asInt(v ast.Value) (int64, bool) {
+	n, ok := v.(ast.Number)
+	if !ok {
+		return 0, false
 	}
-	return 0, false
+	if i, err := json.Number(n).Int64(); err == nil {
+		return i, true
+	}
+	f, err := json.Number(n).Float64()
+	if err != nil || f != float64(int64(f)) {
+		return 0, false
+	}
+	return int64(f), true
 }

@@ -4,8 +4,7 @@
 # every status, 400 included. When no entry matches, the gateway's Go
 # default classification applies.
 #
-# Each catalogue entry is one rule of the partial object hits, keyed by its
-# priority; decision is the entry with the lowest key, as
+# decision is the first matching catalogue entry, as
 # {id, reason, scope, cooldown_ms}:
 #
 #   id           stable rule id, reported as Outcome.RuleID
@@ -13,19 +12,30 @@
 #   scope        "model", "connection" or "provider"
 #   cooldown_ms  the lock duration, 0 for the mechanism's own backoff
 #
-# Provider-specific entries come first (keys 10..79), generic ones last
-# (80..). Every entry tests input.provider or input.status against a
-# constant first, so that OPA's rule index evaluates only the entries that
-# can apply: this catalogue runs on every failed attempt. Markers are
-# lower-case and matched against input.text (the lower-cased body, error
-# code and type; see data.breakwater.lib.text).
+# The entries are the branches of one else chain, the function
+# decision_for(status), in priority order: provider-specific entries first,
+# generic ones last. Evaluation stops at the first branch that matches, and
+# every entry tests input.provider or the status against constants first,
+# so that OPA's rule index (which indexes each branch) skips the entries
+# that cannot apply: this catalogue runs on every failed attempt. The
+# entries read the status to judge from their argument, never from
+# input.status or input.restated: data.breakwater.pipeline.judged_builtin
+# so judges a restated status without a `with` (which copies the whole
+# input). Markers are lower-case and matched against input.text (the
+# lower-cased body, error code and type; see data.breakwater.lib.text).
 package breakwater.classify
 
+# decision is the catalogue's decision for the attempt.
+decision := decision_for(input.status)
+
+# decision_for(status) is the first catalogue entry that matches the
+# attempt judged with status (see above). The entries follow.
+#
 # opencode.endpoint_unavailable: OpenCode Zen relays its upstream's routing
 # failure as "Upstream request failed: Endpoint is unavailable." (any
 # status): this model's endpoint is down, other models still work. Model
 # scope for 300 s.
-hits[10] := {"id": "opencode.endpoint_unavailable", "reason": "transient", "scope": "model", "cooldown_ms": 300000} if {
+decision_for(status) := {"id": "opencode.endpoint_unavailable", "reason": "transient", "scope": "model", "cooldown_ms": 300000} if {
 	input.provider == "opencode"
 	contains(input.text, ["endpoint is unavailable", "no endpoints available"][_])
 }
@@ -34,9 +44,9 @@ hits[10] := {"id": "opencode.endpoint_unavailable", "reason": "transient", "scop
 # disabled for the account or no longer served ("Model is disabled",
 # "model not supported", ...); retrying it within the hour is futile. Model
 # scope for 1 h.
-hits[20] := {"id": "opencode.model_unavailable", "reason": "not_found", "scope": "model", "cooldown_ms": 3600000} if {
+else := {"id": "opencode.model_unavailable", "reason": "not_found", "scope": "model", "cooldown_ms": 3600000} if {
 	input.provider == "opencode"
-	input.status == 400
+	status == 400
 	contains(input.text, [
 		"model is disabled",
 		"model is not available",
@@ -50,9 +60,9 @@ hits[20] := {"id": "opencode.model_unavailable", "reason": "not_found", "scope":
 # them in model-level rate-limit headers (x-ratelimit-remaining-model-*);
 # one at 0 on a 429 means this model's quota, not the key's. Model scope,
 # the engine's own backoff.
-hits[30] := {"id": "minimax.model_quota", "reason": "quota_exhausted", "scope": "model", "cooldown_ms": 0} if {
+else := {"id": "minimax.model_quota", "reason": "quota_exhausted", "scope": "model", "cooldown_ms": 0} if {
 	input.provider == "minimax"
-	input.status == 429
+	status == 429
 	value := input.headers[name]
 	startswith(name, "x-ratelimit-remaining-model")
 	trim_space(value) == "0"
@@ -62,15 +72,15 @@ hits[30] := {"id": "minimax.model_quota", "reason": "quota_exhausted", "scope": 
 # key's credit limit) heals when credits are topped up or the limit window
 # renews: a 2-minute connection cooldown, never the terminal
 # credits_exhausted state.
-hits[40] := {"id": "openrouter.credits_402", "reason": "credits_exhausted", "scope": "connection", "cooldown_ms": 120000} if {
+else := {"id": "openrouter.credits_402", "reason": "credits_exhausted", "scope": "connection", "cooldown_ms": 120000} if {
 	input.provider == "openrouter"
-	input.status == 402
+	status == 402
 }
 
 # cloudflare.daily_neurons: Workers AI free plan, "you have used up your
 # daily free allocation of 10,000 neurons" (error code 4006, any status).
 # The allocation resets at 00:00 UTC: connection scope until then.
-hits[50] := {"id": "cloudflare.daily_neurons", "reason": "quota_exhausted", "scope": "connection", "cooldown_ms": ms_until_utc_midnight} if {
+else := {"id": "cloudflare.daily_neurons", "reason": "quota_exhausted", "scope": "connection", "cooldown_ms": ms_until_utc_midnight} if {
 	input.provider == "cloudflare"
 	contains(input.text, "daily free allocation")
 }
@@ -78,18 +88,19 @@ hits[50] := {"id": "cloudflare.daily_neurons", "reason": "quota_exhausted", "sco
 # agentrouter.quota: "用户额度不足" / "额度不足" (quota insufficient) on a
 # 400, 403 or 429 (a 403/400 arrives here restated to 429): a renewable
 # quota of this account. Connection scope, never terminal. "无权访问模型"
-# vetoes it (see the next entry).
-hits[60] := {"id": "agentrouter.quota", "reason": "quota_exhausted", "scope": "connection", "cooldown_ms": 0} if {
+# vetoes it (see the next entry). One marker covers both texts: "额度不足"
+# is part of "用户额度不足".
+else := {"id": "agentrouter.quota", "reason": "quota_exhausted", "scope": "connection", "cooldown_ms": 0} if {
 	input.provider == "agentrouter"
-	{400, 403, 429}[input.status]
-	contains(input.text, ["用户额度不足", "额度不足"][_])
+	status in {400, 403, 429}
+	contains(input.text, "额度不足")
 	not contains(input.text, "无权访问模型")
 }
 
 # agentrouter.no_model_access: "该令牌无权访问模型 <model>" (this key may
 # not use this model), any status. Model scope for 6 h (the engine clamps
 # it to the model lockout ceiling).
-hits[70] := {"id": "agentrouter.no_model_access", "reason": "auth_error", "scope": "model", "cooldown_ms": 21600000} if {
+else := {"id": "agentrouter.no_model_access", "reason": "auth_error", "scope": "model", "cooldown_ms": 21600000} if {
 	input.provider == "agentrouter"
 	contains(input.text, "无权访问模型")
 }
@@ -98,15 +109,12 @@ hits[70] := {"id": "agentrouter.no_model_access", "reason": "auth_error", "scope
 # x-ratelimit-remaining-* header at 0 exhausted a limit of the key, not of
 # the model: connection scope, the reason judged by the text as the
 # engine's default does (text_reason).
-hits[80] := {"id": "ratelimit.remaining_zero", "reason": text_reason, "scope": "connection", "cooldown_ms": 0} if {
-	input.status == 429
+else := {"id": "ratelimit.remaining_zero", "reason": text_reason, "scope": "connection", "cooldown_ms": 0} if {
+	status == 429
 	value := input.headers[name]
 	startswith(name, "x-ratelimit-remaining")
 	trim_space(value) == "0"
 }
-
-# decision is the matching entry with the lowest key.
-decision := hits[min(object.keys(hits))]
 
 # quota_markers say a quota is exhausted. They mirror the engine's
 # IsQuotaText (engine/classify.go); a Go test keeps them in step.

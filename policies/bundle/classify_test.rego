@@ -135,3 +135,35 @@ test_markers_lower_case if {
 		m == lower(m)
 	}
 }
+
+test_agentrouter_quota_statuses if {
+	every status in [400, 403, 429] {
+		classify.decision.id == "agentrouter.quota" with input as req("agentrouter", status, `{"error":{"message":"额度不足"}}`, {})
+		classify.decision.id == "agentrouter.quota" with input as req("agentrouter", status, `{"error":{"message":"用户额度不足"}}`, {})
+	}
+	not classify.decision with input as req("agentrouter", 500, `{"error":{"message":"用户额度不足"}}`, {})
+	not classify.decision with input as req("agentrouter", 429, `{"error":{"message":"额度"}}`, {})
+}
+
+test_entries_in_catalogue_order if {
+	# Where two entries match, the earlier one decides: agentrouter.quota
+	# before the generic ratelimit.remaining_zero, the opencode endpoint
+	# before the opencode model.
+	classify.decision.id == "agentrouter.quota" with input as req("agentrouter", 429, "用户额度不足", {"x-ratelimit-remaining-requests": "0"})
+	classify.decision.id == "opencode.endpoint_unavailable" with input as req("opencode", 400, "Model is disabled: endpoint is unavailable", {})
+	classify.decision.id == "ratelimit.remaining_zero" with input as req("cloudflare", 429, "slow down", {"x-ratelimit-remaining-requests": "0"})
+}
+
+test_decision_for_judges_its_argument if {
+	# decision_for(s) is decision for the attempt restated to s: no entry
+	# reads input.status or input.restated.
+	every x in array.concat(examples, [
+		req("agentrouter", 403, "用户额度不足", {"x-ratelimit-remaining-requests": "0"}),
+		req("opencode", 503, "Model is disabled", {}),
+	]) {
+		every s in [400, 402, 403, 429, 500, 503] {
+			restated := object.union(x, {"status": s, "restated": true})
+			{d | d := classify.decision_for(s) with input as x} == {d | d := classify.decision with input as restated}
+		}
+	}
+}

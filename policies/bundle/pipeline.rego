@@ -98,12 +98,15 @@ valid_retry_after(r) if {
 
 # judged_builtin is judged for a policy set without operator policies: it
 # never looks the operator decisions up (each lookup of an absent document
-# costs), and takes the shortest path for a built-in restatement.
+# costs), and takes the shortest path for a built-in restatement: the
+# built-in catalogue judges the restated status as its argument
+# (data.breakwater.classify.decision_for), where `with input.status as ...`
+# would copy the whole input.
 judged_builtin := {"builtin_restate": r, "status": s, "builtin": c} if {
 	r := data.breakwater.restate.decision
 	s := r.to_status
 	s != input.status
-	c := data.breakwater.classify.decision with input.status as s with input.restated as true
+	c := data.breakwater.classify.decision_for(s)
 } else := {"builtin_restate": r, "status": s} if {
 	r := data.breakwater.restate.decision
 	s := r.to_status

@@ -39,19 +39,19 @@ rules := [{
 	"default_retry_after_ms": 60000,
 }]
 
-# matched is the set of indexes of the matching rules. It binds each rule
-# once and tests the cheap, usually failing conditions first: this runs on
-# every failed attempt. Markers are matched against input.text (see
-# data.breakwater.lib.text).
-matched contains i if {
-	r := rules[i]
-	r.provider == input.provider
-	r.from_statuses[_] == input.status
-	contains(input.text, r.text_markers[_])
-	count([m | some m in r.exclude_markers; contains(input.text, m)]) == 0
-}
-
-# decision is the first matching rule's restatement.
+# decision is the first matching rule's restatement. The comprehension
+# keeps the catalogue order and tests the cheap, usually failing conditions
+# first: this runs on every failed attempt. A rule whose text markers match
+# more than once is listed more than once, which does not change the first.
+# Markers are matched against input.text (see data.breakwater.lib.text).
 decision := {"id": r.id, "to_status": r.to_status, "retry_after_ms": r.default_retry_after_ms} if {
-	r := rules[min(matched)]
+	matching := [r |
+		some r in rules
+		r.provider == input.provider
+		input.status in r.from_statuses
+		count([m | some m in r.exclude_markers; contains(input.text, m)]) == 0
+		some m in r.text_markers
+		contains(input.text, m)
+	]
+	r := matching[0]
 }

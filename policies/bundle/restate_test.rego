@@ -50,3 +50,33 @@ test_rules_shape_and_lower_case_markers if {
 		}
 	}
 }
+
+rule(id, provider, to, text, exclude) := {
+	"id": id,
+	"provider": provider,
+	"from_statuses": [403],
+	"to_status": to,
+	"text_markers": text,
+	"exclude_markers": exclude,
+	"default_retry_after_ms": 1000,
+}
+
+test_first_matching_rule_in_catalogue_order if {
+	rules := [
+		rule("other_provider", "openai", 503, ["额度不足"], []),
+		rule("no_marker", "agentrouter", 500, ["nope"], []),
+		rule("first", "agentrouter", 429, ["nope", "额度不足", "用户额度不足"], []),
+		rule("second", "agentrouter", 503, ["额度不足"], []),
+	]
+	restate.decision == {"id": "first", "to_status": 429, "retry_after_ms": 1000} with input as agentrouter(403, quota_body)
+		with restate.rules as rules
+}
+
+test_exclude_marker_vetoes_its_rule_only if {
+	rules := [
+		rule("vetoed", "agentrouter", 429, ["额度不足"], ["nope", "剩余额度"]),
+		rule("next", "agentrouter", 503, ["额度不足"], ["nope"]),
+	]
+	restate.decision.id == "next" with input as agentrouter(403, quota_body) with restate.rules as rules
+	not restate.decision with input as agentrouter(400, quota_body) with restate.rules as rules
+}
