@@ -23,17 +23,8 @@ func (h *Host) Restate(ctx context.Context, in abi.ErrorInput) (abi.Restatement,
 		return abi.Restatement{}, false
 	}
 	var out abi.Restatement
-	p := dispatch(ctx, ps, hookRestate, errorInputEncoder(in), func(b []byte, binary bool) (err error) {
-		if binary {
-			out, err = abi.DecodeRestatementBinary(b)
-		} else {
-			out = abi.Restatement{}
-			err = json.Unmarshal(b, &out)
-		}
-		if err != nil {
-			return err
-		}
-		return validRestatement(&out)
+	p := dispatch(ctx, ps, hookRestate, errorInputEncoder(in), func(b []byte, binary bool) error {
+		return decodeAnswer(b, binary, abi.DecodeRestatementBinary, validRestatement, &out)
 	})
 	if p == nil {
 		return abi.Restatement{}, false
@@ -54,17 +45,8 @@ func (h *Host) Classify(ctx context.Context, in abi.ErrorInput) (abi.Decision, b
 		return abi.Decision{}, false
 	}
 	var out abi.Decision
-	p := dispatch(ctx, ps, hookClassify, errorInputEncoder(in), func(b []byte, binary bool) (err error) {
-		if binary {
-			out, err = abi.DecodeDecisionBinary(b, decisionNames)
-		} else {
-			out = abi.Decision{}
-			err = json.Unmarshal(b, &out)
-		}
-		if err != nil {
-			return err
-		}
-		return validDecision(&out)
+	p := dispatch(ctx, ps, hookClassify, errorInputEncoder(in), func(b []byte, binary bool) error {
+		return decodeAnswer(b, binary, decodeDecisionBinary, validDecision, &out)
 	})
 	if p == nil {
 		return abi.Decision{}, false
@@ -90,22 +72,35 @@ func (h *Host) OnRequest(ctx context.Context, in abi.RequestInfo) (abi.RequestAc
 			return abi.AppendRequestInfoBinary(nil, &in), nil
 		}
 		return json.Marshal(in)
-	}, func(b []byte, binary bool) (err error) {
-		if binary {
-			out, err = abi.DecodeRequestActionBinary(b)
-		} else {
-			out = abi.RequestAction{}
-			err = json.Unmarshal(b, &out)
-		}
-		if err != nil {
-			return err
-		}
-		return validRequestAction(&out)
+	}, func(b []byte, binary bool) error {
+		return decodeAnswer(b, binary, abi.DecodeRequestActionBinary, validRequestAction, &out)
 	})
 	if p == nil {
 		return abi.RequestAction{}, false
 	}
 	return out, true
+}
+
+// decodeAnswer decodes a hook answer b in the guest's encoding into out
+// (binary with fromBinary, else JSON) and validates it.
+func decodeAnswer[T any](b []byte, binary bool, fromBinary func([]byte) (T, error), valid func(*T) error, out *T) error {
+	var err error
+	if binary {
+		*out, err = fromBinary(b)
+	} else {
+		var zero T
+		*out = zero
+		err = json.Unmarshal(b, out)
+	}
+	if err != nil {
+		return err
+	}
+	return valid(out)
+}
+
+// decodeDecisionBinary decodes a binary Decision, interning known names.
+func decodeDecisionBinary(b []byte) (abi.Decision, error) {
+	return abi.DecodeDecisionBinary(b, decisionNames)
 }
 
 // plugins returns the plugins running hook kind, in spec order; none for a
