@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/breakwater-dev/breakwater/bench/internal/proc"
 )
 
 // Proof-under-fire budgets (the "Proof under fire" issue), checked next to
@@ -312,6 +314,16 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 			keys = append(keys, fmt.Sprintf("%s ×%d", k, f.CallsByKey[k]))
 		}
 		t.row("gateway calls by key", "–", strings.Join(keys, ", "), "")
+		if s.CallSuccessP > 0 && g.OK > 0 {
+			var flaky int64
+			for k, n := range f.CallsByKey {
+				if strings.HasPrefix(k, proc.FireUpKeyPrefix) {
+					flaky += n
+				}
+			}
+			t.row("calls to the flaky provider per success", "–",
+				fmt.Sprintf("%.3f (floor %.2f)", float64(flaky)/float64(g.OK), 1/s.CallSuccessP), "")
+		}
 		t.row("X-Breakwater-Attempts of successes", "–", tallyCell(f.SuccessAttempts)+fmt.Sprintf(" (mean %.3f)", f.AttemptsHeaderPerSuccess), "")
 		t.row("X-Breakwater-Attempts of failures", "–", tallyCell(f.FailureAttempts), "")
 		t.row("successes served by", "–", tallyCell(f.ServedBy), "")

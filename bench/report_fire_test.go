@@ -87,9 +87,12 @@ func TestStrictCountsProofBudgets(t *testing.T) {
 
 func TestFireMarkdownAndJSON(t *testing.T) {
 	r := proofReport()
+	r.UnderFire.Setup.CallSuccessP = 0.675
 	r.Budgets, r.ProofBudgets = evaluateBudgets(r), evaluateProofBudgets(r)
 	md := r.Markdown()
 	for _, want := range []string{
+		"about **1.48 calls per success**",
+		"| calls to the flaky provider per success | – | 0.703 (floor 1.48) |", // 700 calls / 996 successes
 		"## Budgets", "## Proof under fire budgets", "| under fire: client success | ≥ 99.5 % | 99.60 % (996/1000) | **PASS** |",
 		"## 5. Under fire (50 req/s for 20 s, 50 % streams)", "`Retry-After: 1`", "**4.5 successes/s**",
 		"The offered 50 req/s is above it", "| down | **0** |", "## 6. Recovery",
