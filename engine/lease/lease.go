@@ -192,15 +192,8 @@ func (m *Manager) Acquire(ctx context.Context, keyID, owner, model string) (Leas
 		}
 		next.State = StateActive
 		next.ExpiresAt = now.Add(m.opts.TTL)
-		ok, err := m.casOwner(ctx, sha, raw, &next, now)
-		if err != nil {
-			return Lease{}, err
-		}
-		if ok {
-			if err := m.refreshClaim(ctx, sha, &next); err != nil {
-				return Lease{}, err
-			}
-			return toLease(&next, sha), nil
+		if l, ok, err := m.commitActive(ctx, sha, raw, &next, now); err != nil || ok {
+			return l, err
 		}
 	}
 	return Lease{}, fmt.Errorf("acquire lease: %w", errContention)
@@ -235,15 +228,8 @@ func (m *Manager) Renew(ctx context.Context, keyID, owner string, generation int
 		}
 		next := *rec
 		next.ExpiresAt = now.Add(m.opts.TTL)
-		ok, err := m.casOwner(ctx, sha, raw, &next, now)
-		if err != nil {
-			return Lease{}, err
-		}
-		if ok {
-			if err := m.refreshClaim(ctx, sha, &next); err != nil {
-				return Lease{}, err
-			}
-			return toLease(&next, sha), nil
+		if l, ok, err := m.commitActive(ctx, sha, raw, &next, now); err != nil || ok {
+			return l, err
 		}
 	}
 	return Lease{}, fmt.Errorf("renew lease: %w", errContention)
@@ -454,6 +440,20 @@ func (m *Manager) claim(ctx context.Context, connRef, sha string, rec *ownerReco
 		}
 	}
 	return fmt.Errorf("claim connection: %w", errContention)
+}
+
+// commitActive writes the active record next over raw (compare and swap)
+// and, when it won, refreshes its connection claim and returns the lease.
+// ok is false when another writer got there first: the caller retries.
+func (m *Manager) commitActive(ctx context.Context, sha string, raw []byte, next *ownerRecord, now time.Time) (Lease, bool, error) {
+	ok, err := m.casOwner(ctx, sha, raw, next, now)
+	if err != nil || !ok {
+		return Lease{}, false, err
+	}
+	if err := m.refreshClaim(ctx, sha, next); err != nil {
+		return Lease{}, false, err
+	}
+	return toLease(next, sha), true, nil
 }
 
 // refreshClaim moves the expiry of rec's connection claim to rec's, if
