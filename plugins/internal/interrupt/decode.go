@@ -217,8 +217,9 @@ func (d *decoder) u32s(n int) error {
 }
 
 // body decodes a function body (locals and instructions) that must end
-// exactly at the end of d.b, and appends to loops the offset just after each
-// loop's block type.
+// exactly at the end of d.b, and appends to loops the check points: the
+// offset of the first instruction, then the offset just after each loop's
+// block type.
 func (d *decoder) body(loops []int) ([]int, error) {
 	groups, err := d.u32()
 	if err != nil {
@@ -232,6 +233,9 @@ func (d *decoder) body(loops []int) ([]int, error) {
 			return loops, fmt.Errorf("locals: %w", err)
 		}
 	}
+	// The function's entry is a check point too: a recursion that enters
+	// no loop (fib without a loop, say) must still be stoppable.
+	loops = append(loops, d.pos)
 	depth := 1
 	for {
 		start := d.pos

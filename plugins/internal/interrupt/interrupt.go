@@ -1,6 +1,7 @@
 // Package interrupt instruments a WebAssembly module binary so that the host
-// can stop a runaway call cheaply. Every loop body starts by counting down
-// an injected global; every CheckInterval iterations (the slow path) it
+// can stop a runaway call cheaply. Every function body and every loop body
+// starts by counting down an injected global; every CheckInterval function
+// entries and loop iterations (the slow path) it
 // executes `memory.grow 0`, then reads a second injected, exported, mutable
 // i32 global — the interrupt flag — and traps (unreachable) when it is
 // non-zero. The host sets the flag (wazero's api.MutableGlobal.Set) when a
@@ -115,7 +116,7 @@ type moduleInfo struct {
 	memories        uint64 // imported and defined
 	funcCount       uint32 // entries in the function section
 	codeCount       uint32 // entries in the code section
-	loops           []int  // input offsets just after each loop's block type, ascending
+	loops           []int  // input offsets of the check points, ascending: each function's first instruction and just after each loop's block type
 	exportName      string
 }
 
@@ -123,11 +124,12 @@ type moduleInfo struct {
 // more mutable i32 globals — the interrupt flag (initial value 0), exported
 // under exportName, and a countdown (initial value CheckInterval), not
 // exported — and the check of checkSequence inserted at the start of every
-// loop body of every function. Setting the flag to a non-zero value makes
-// the guest trap with "unreachable" within CheckInterval loop iterations;
-// code that is not in, and does not enter, a loop is not stopped (as with
-// wazero's own termination check, which is also placed at loop headers
-// only). The module must have a memory (the check uses memory.grow).
+// function body (after its locals) and of every loop body. Setting the
+// flag to a non-zero value makes the guest trap with "unreachable" within
+// CheckInterval function entries and loop iterations, so a runaway loop and
+// a runaway recursion (which wazero's own termination check, placed at loop
+// headers only, does not stop) are both stopped. The module must have a
+// memory (the check uses memory.grow).
 //
 // The new globals' indices follow the imported and defined globals, so no
 // existing index moves. The global and export sections are created in
@@ -167,7 +169,8 @@ func Instrument(wasm []byte, exportName string) ([]byte, error) {
 	return m.emit(wasm, uint32(globalIndex), check), nil
 }
 
-// checkSequence returns the code inserted at the start of every loop body,
+// checkSequence returns the code inserted at the start of every function
+// and loop body,
 // for the interrupt flag global f and the countdown global c:
 //
 //	global.get c; i32.const 1; i32.sub; global.set c
@@ -362,7 +365,7 @@ func (m *moduleInfo) scanExports(d *decoder) error {
 	return d.atEnd()
 }
 
-// scanCode decodes every function body and records its loops.
+// scanCode decodes every function body and records its check points.
 func (m *moduleInfo) scanCode(d *decoder) error {
 	count, err := d.u32()
 	if err != nil {

@@ -89,6 +89,7 @@ func TestInstrumentExactBytes(t *testing.T) {
 		sec(6, vec(newFlag, newCountdown)),
 		sec(7, vec(export("run", 0, 0), export(testExport, 3, 0))),
 		sec(10, vec(body(cat(
+			c, // function entry
 			[]byte{0x03, 0x40}, c,
 			[]byte{0x02, 0x40, 0x03, 0x7f}, c, []byte{0x41, 0x03, 0x0b, 0x1a, 0x0b},
 			[]byte{0x0c, 0x00, 0x0b},
@@ -116,6 +117,47 @@ func TestInterruptHandModule(t *testing.T) {
 	mod, err := r.Instantiate(context.Background(), wasm)
 	if err != nil {
 		t.Fatal(err)
+	}
+	runUntilInterrupted(t, mod, "run")
+}
+
+// TestInterruptRecursion stops a runaway recursion that enters no loop
+// (a naive Fibonacci): the function-entry check point, which wazero's own
+// loop-header check lacks.
+func TestInterruptRecursion(t *testing.T) {
+	fib := []byte{
+		0x20, 0x00, 0x41, 0x02, 0x49, // local.get 0; i32.const 2; i32.lt_u
+		0x04, i32, // if (result i32)
+		0x20, 0x00, // local.get 0
+		0x05,                                     // else
+		0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x01, // fib(n-1)
+		0x20, 0x00, 0x41, 0x02, 0x6b, 0x10, 0x01, // fib(n-2)
+		0x6a, // i32.add
+		0x0b, // end
+	}
+	in := module(
+		sec(1, vec(voidType, funcType([]byte{i32}, []byte{i32}))),
+		sec(2, vec(cat(name("env"), name("started"), []byte{0x00, 0x00}))),
+		sec(3, vec([]byte{0x01}, []byte{0x00})), // 1 fib, 2 run
+		sec(5, vec([]byte{0x00, 0x01})),
+		sec(7, vec(export("run", 0, 2), export("fib", 0, 1))),
+		sec(10, vec(
+			body(fib...),
+			body(0x10, 0x00, 0x41, 60, 0x10, 0x01, 0x1a), // started(); drop fib(60)
+		)),
+	)
+	wasm, err := Instrument(in, testExport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newRuntime(t, compiler, false)
+	instantiateEnv(t, r)
+	mod, err := r.Instantiate(context.Background(), wasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := mod.ExportedFunction("fib").Call(context.Background(), 20); err != nil || res[0] != 6765 {
+		t.Fatalf("fib(20) = %v, %v; want 6765", res, err)
 	}
 	runUntilInterrupted(t, mod, "run")
 }
@@ -562,7 +604,7 @@ func TestInstructionImmediates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := body(cat(tt.instr, []byte{0x03, 0x40}, checkBytes(0), []byte{0x0b}, ends)...)
+			want := body(cat(checkBytes(0), tt.instr, []byte{0x03, 0x40}, checkBytes(0), []byte{0x0b}, ends)...)
 			if !bytes.Contains(out, cat([]byte{10}, leb(uint64(len(want)+1)), []byte{1}, want)) {
 				t.Fatalf("code section does not hold the expected body % x\noutput % x", want, out)
 			}
@@ -588,8 +630,8 @@ func TestManyLoopsAndLargeIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := bytes.Count(out, checkBytes(200)); n != 100 {
-		t.Fatalf("%d checks for global 200, want 100", n)
+	if n := bytes.Count(out, checkBytes(200)); n != 101 {
+		t.Fatalf("%d checks for global 200, want 101 (the entry and 100 loops)", n)
 	}
 	r := newRuntime(t, compiler, false)
 	mod, err := r.Instantiate(context.Background(), out)
