@@ -224,6 +224,20 @@ func (c *client) String() string {
 }
 
 // run starts Run on s writing to c and returns the result channel.
+// relaying primes an attempt whose first upstream event is first, starts
+// relaying it to a client that never fails, and waits until the stream
+// blocks for more.
+func (h *harness) relaying(first string) (*client, chan Result) {
+	h.t.Helper()
+	ch := h.prime()
+	h.write(first)
+	p := recvPrimed(h.t, ch)
+	c := &client{failAt: -1}
+	rc := run(p.s, c)
+	h.waitIdle()
+	return c, rc
+}
+
 func run(s *Stream, c *client) chan Result {
 	ch := make(chan Result, 1)
 	go func() { ch <- s.Run(bufio.NewWriterSize(c, 64)) }()

@@ -268,12 +268,7 @@ func TestCommittedStallEndsWithTerminalError(t *testing.T) {
 // client's format and ends the stream.
 func TestCommittedUpstreamErrorPassesThrough(t *testing.T) {
 	h := newHarness(t, anthropicCfg(CommitFirstByte))
-	ch := h.prime()
-	h.write(anStart)
-	p := recvPrimed(t, ch)
-	c := &client{failAt: -1}
-	rc := run(p.s, c)
-	h.waitIdle()
+	c, rc := h.relaying(anStart)
 	h.send(anBlockText, anText)
 	h.write(anOverloaded)
 	r := recvResult(t, rc)
@@ -368,12 +363,7 @@ func TestFirstByteCommitsAtFirstDataEvent(t *testing.T) {
 // keep-alives after reasoning do.
 func TestReasoningNeverTripsStall(t *testing.T) {
 	h := newHarness(t, anthropicCfg(CommitFirstByte))
-	ch := h.prime()
-	h.write(anStart)
-	p := recvPrimed(t, ch)
-	c := &client{failAt: -1}
-	rc := run(p.s, c)
-	h.waitIdle()
+	_, rc := h.relaying(anStart)
 	h.send(anBlockThink)
 	think := []string{anThinkEmpty, anThink, anSignature}
 	for i := range 40 { // 6 minutes of thinking against a 10 s budget
@@ -418,12 +408,7 @@ func TestThroughputIgnoredAfterCommit(t *testing.T) {
 	cfg.Stall = watchdog.DefaultStall()
 	cfg.Throughput = watchdog.ThroughputConfig{Enabled: true, Warmup: time.Second, Window: 2 * time.Second, MinBytesPerSecond: 10, MinBytes: 1}
 	h := newHarness(t, cfg)
-	ch := h.prime()
-	h.write(oaRole)
-	p := recvPrimed(t, ch)
-	c := &client{failAt: -1}
-	rc := run(p.s, c)
-	h.waitIdle()
+	_, rc := h.relaying(oaRole)
 	h.send(oaHello)
 	for range 20 {
 		if h.advance(time.Second) {
@@ -462,12 +447,7 @@ func TestHardDeadline(t *testing.T) {
 	cfg := openaiCfg(CommitFirstByte)
 	cfg.HardDeadline = 30 * time.Second
 	h := newHarness(t, cfg)
-	ch := h.prime()
-	h.write(oaRole)
-	p := recvPrimed(t, ch)
-	c := &client{failAt: -1}
-	rc := run(p.s, c)
-	h.waitIdle()
+	c, rc := h.relaying(oaRole)
 	for range 29 {
 		h.advance(time.Second)
 		h.send(oaHello)
@@ -484,12 +464,7 @@ func TestHardDeadline(t *testing.T) {
 // A complete OpenAI stream is relayed byte for byte, with usage.
 func TestCompleteOpenAIStream(t *testing.T) {
 	h := newHarness(t, openaiCfg(CommitFirstByte))
-	ch := h.prime()
-	h.write(oaRole)
-	p := recvPrimed(t, ch)
-	c := &client{failAt: -1}
-	rc := run(p.s, c)
-	h.waitIdle()
+	c, rc := h.relaying(oaRole)
 	h.advance(time.Second)
 	h.send(oaThink, oaHello, oaWorld, oaFinish, oaUsage, oaDone)
 	h.eof()
@@ -540,12 +515,7 @@ func TestCompletionWithoutDoneOrEOF(t *testing.T) {
 // Early EOF after the commit point ends with a stream_early_eof event.
 func TestCommittedEarlyEOF(t *testing.T) {
 	h := newHarness(t, anthropicCfg(CommitFirstByte))
-	ch := h.prime()
-	h.write(anStart)
-	p := recvPrimed(t, ch)
-	c := &client{failAt: -1}
-	rc := run(p.s, c)
-	h.waitIdle()
+	c, rc := h.relaying(anStart)
 	h.send(anBlockText, anText)
 	h.eof()
 	r := recvResult(t, rc)
