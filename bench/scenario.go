@@ -260,30 +260,43 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	return run, nil
 }
 
+// driveFunc sends one load to req for d.
+type driveFunc func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error)
+
+// measurePair measures the same load straight to the mock, then through
+// the gateway: drive for warm first (skipped when warm is 0), then for dur.
+func (b *bench) measurePair(ctx context.Context, stream bool, m measurement, drive driveFunc, warm, dur time.Duration) (direct, gateway Run, err error) {
+	var runs [2]Run
+	for i, tgt := range b.targets(stream) {
+		m.tgt, m.warm = tgt, nil
+		if warm > 0 {
+			m.warm = func(ctx context.Context, c *http.Client) error {
+				_, err := drive(ctx, c, tgt.req, warm)
+				return err
+			}
+		}
+		m.run = func(ctx context.Context, c *http.Client) (*load.Result, error) {
+			return drive(ctx, c, tgt.req, dur)
+		}
+		if runs[i], err = b.measure(ctx, m); err != nil {
+			return Run{}, Run{}, err
+		}
+	}
+	return runs[0], runs[1], nil
+}
+
 // openLoop is scenario 1: every rate, direct then gateway.
 func (b *bench) openLoop(ctx context.Context) error {
 	for _, rate := range b.o.rates {
 		res := OpenLoopResult{RatePerS: rate}
-		for i, tgt := range b.targets(false) {
-			m := measurement{tgt: tgt, conns: b.o.openConns, openLoop: true}
-			if b.o.warmup > 0 {
-				m.warm = func(ctx context.Context, c *http.Client) error {
-					_, err := load.OpenLoop(ctx, c, tgt.req, load.Schedule{Rate: rate, Duration: b.o.warmup}, b.o.maxInFlight)
-					return err
-				}
-			}
-			m.run = func(ctx context.Context, c *http.Client) (*load.Result, error) {
-				return load.OpenLoop(ctx, c, tgt.req, load.Schedule{Rate: rate, Duration: b.o.openDuration}, b.o.maxInFlight)
-			}
-			run, err := b.measure(ctx, m)
-			if err != nil {
-				return err
-			}
-			if i == 0 {
-				res.Direct = run
-			} else {
-				res.Gateway = run
-			}
+		drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
+			return load.OpenLoop(ctx, c, req, load.Schedule{Rate: rate, Duration: d}, b.o.maxInFlight)
+		}
+		var err error
+		res.Direct, res.Gateway, err = b.measurePair(ctx, false, measurement{conns: b.o.openConns, openLoop: true},
+			drive, b.o.warmup, b.o.openDuration)
+		if err != nil {
+			return err
 		}
 		d, g := res.Direct, res.Gateway
 		res.AddedP50MS = g.Latency.P50MS - d.Latency.P50MS
@@ -298,26 +311,13 @@ func (b *bench) openLoop(ctx context.Context) error {
 // throughput is scenario 2: closed loop at -conns connections.
 func (b *bench) throughput(ctx context.Context, mem *MemoryResult) error {
 	res := &ThroughputResult{Connections: b.o.conns}
-	for i, tgt := range b.targets(false) {
-		m := measurement{tgt: tgt, conns: b.o.conns}
-		if b.o.warmup > 0 {
-			m.warm = func(ctx context.Context, c *http.Client) error {
-				_, err := load.ClosedLoop(ctx, c, tgt.req, b.o.conns, b.o.warmup)
-				return err
-			}
-		}
-		m.run = func(ctx context.Context, c *http.Client) (*load.Result, error) {
-			return load.ClosedLoop(ctx, c, tgt.req, b.o.conns, b.o.throughputDur)
-		}
-		run, err := b.measure(ctx, m)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			res.Direct = run
-		} else {
-			res.Gateway = run
-		}
+	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
+		return load.ClosedLoop(ctx, c, req, b.o.conns, d)
+	}
+	var err error
+	res.Direct, res.Gateway, err = b.measurePair(ctx, false, measurement{conns: b.o.conns}, drive, b.o.warmup, b.o.throughputDur)
+	if err != nil {
+		return err
 	}
 	if res.Direct.RPS > 0 {
 		res.Ratio = res.Gateway.RPS / res.Direct.RPS
@@ -332,26 +332,14 @@ func (b *bench) throughput(ctx context.Context, mem *MemoryResult) error {
 // streaming is scenario 3: -stream-workers concurrent streams.
 func (b *bench) streaming(ctx context.Context) error {
 	res := &StreamingResult{Workers: b.o.streamWorkers}
-	for i, tgt := range b.targets(true) {
-		m := measurement{tgt: tgt, conns: b.o.streamWorkers}
-		if b.o.warmup > 0 {
-			m.warm = func(ctx context.Context, c *http.Client) error {
-				_, err := load.Streams(ctx, c, tgt.req, b.o.streamWorkers, min(b.o.warmup, time.Second))
-				return err
-			}
-		}
-		m.run = func(ctx context.Context, c *http.Client) (*load.Result, error) {
-			return load.Streams(ctx, c, tgt.req, b.o.streamWorkers, b.o.streamDuration)
-		}
-		run, err := b.measure(ctx, m)
-		if err != nil {
-			return err
-		}
-		if i == 0 {
-			res.Direct = run
-		} else {
-			res.Gateway = run
-		}
+	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
+		return load.Streams(ctx, c, req, b.o.streamWorkers, d)
+	}
+	var err error
+	res.Direct, res.Gateway, err = b.measurePair(ctx, true, measurement{conns: b.o.streamWorkers}, drive,
+		min(b.o.warmup, time.Second), b.o.streamDuration)
+	if err != nil {
+		return err
 	}
 	d, g := res.Direct, res.Gateway
 	res.AddedFirstDataP50MS = g.FirstData.P50MS - d.FirstData.P50MS
