@@ -14,7 +14,7 @@ import (
 	"github.com/breakwater-dev/breakwater/bench/internal/load"
 	"github.com/breakwater-dev/breakwater/bench/internal/proc"
 	"github.com/breakwater-dev/breakwater/bench/internal/watch"
-	"github.com/breakwater-dev/breakwater/runtime/mock"
+	"github.com/breakwater-dev/breakwater/internal/runtime/mock"
 )
 
 func TestRetryHint(t *testing.T) {

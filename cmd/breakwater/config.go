@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/breakwater-dev/breakwater/runtime/config"
-	"github.com/breakwater-dev/breakwater/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 )
 
 func newConfigCommand() *cobra.Command {

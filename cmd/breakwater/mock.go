@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/breakwater-dev/breakwater/runtime/mock"
+	"github.com/breakwater-dev/breakwater/internal/runtime/mock"
 )
 
 func newMockCommand(g *globalFlags) *cobra.Command {

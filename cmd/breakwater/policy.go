@@ -10,9 +10,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/breakwater-dev/breakwater/engine"
-	"github.com/breakwater-dev/breakwater/policies"
-	"github.com/breakwater-dev/breakwater/runtime/wire"
+	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/policies"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 func newPolicyCommand(g *globalFlags) *cobra.Command {

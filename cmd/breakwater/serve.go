@@ -13,10 +13,10 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/breakwater-dev/breakwater/runtime/config"
-	"github.com/breakwater-dev/breakwater/runtime/demo"
-	"github.com/breakwater-dev/breakwater/runtime/gateway"
-	"github.com/breakwater-dev/breakwater/runtime/mock"
+	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/demo"
+	"github.com/breakwater-dev/breakwater/internal/runtime/gateway"
+	"github.com/breakwater-dev/breakwater/internal/runtime/mock"
 )
 
 const defaultConfigFile = "breakwater.yaml"

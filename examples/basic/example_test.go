@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/breakwater-dev/breakwater/runtime/config"
-	"github.com/breakwater-dev/breakwater/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 )
 
 func TestExampleConfigLoads(t *testing.T) {

@@ -42,7 +42,7 @@ type FireConfig struct {
 func FireKeys(prefix string) []string { return []string{prefix + "1", prefix + "2"} }
 
 // FireGatewayConfig returns the under-fire gateway configuration
-// (CONTRACT.md format): providers "down" then "up" as described at
+// (docs/api.md format): providers "down" then "up" as described at
 // FireModel, an admin token, the per-connection request queue not
 // auto-enabled (its default limiter, 100 requests a minute per connection,
 // would dominate the figures), the content-stall watchdog and the apikey

@@ -217,7 +217,7 @@ func StartGatewayWith(ctx context.Context, bin, dir, name string, cfg []byte) (*
 	return c, nil
 }
 
-// GatewayConfig returns the gateway configuration (CONTRACT.md format) the
+// GatewayConfig returns the gateway configuration (docs/api.md format) the
 // benchmark runs: listen address, Badger state under dataDir, and provider
 // "bench" of kind openai at http://mockAddr/v1 serving bench-model over two
 // connections. No client keys: the gateway is open on loopback. The

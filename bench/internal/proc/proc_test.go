@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 )
 
 func TestParseStatus(t *testing.T) {

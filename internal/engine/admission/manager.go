@@ -1,0 +1,637 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine"
+)
+
+// connKey names one provider+connection.
+type connKey struct{ provider, connection string }
+
+// connConfig is the immutable derived configuration of one connection,
+// swapped atomically on every configuration change so Acquire reads it
+// without a lock.
+type connConfig struct {
+	protected bool
+	limiter   LimiterConfig
+	budgets   Resolved
+	gates     gateSet                 // global, provider and account levels
+	models    map[string]*gateCounter // model level, positive caps only
+	qs        *gateCounter            // nil = no quota-share semaphore
+	qsWait    time.Duration
+	semLimit  int
+	// maxConcurrent is the connection's max_concurrent (≤ 0 = unlimited).
+	maxConcurrent int
+}
+
+// conn is the state of one provider+connection.
+type conn struct {
+	provider, id string
+	cfg          atomic.Pointer[connConfig]
+
+	// spec, protection and models (the map) are guarded by Manager.mu.
+	spec       ConnSpec
+	protection bool
+	models     map[string]*gateCounter // every model counter ever made
+	account    gateCounter             // guarded by Manager.gates.mu
+
+	// mu guards lim, the limiter queue and queued.
+	mu           sync.Mutex
+	lim          limiter
+	qhead, qtail *queueWaiter
+	queued       int
+
+	qs        semGroup
+	qsCounter gateCounter // guarded by qs.mu
+
+	inflight atomic.Int64
+	stats    connCounters
+}
+
+// connCounters are the cumulative counters of ConnStats.
+type connCounters struct {
+	waits, waitNanos              atomic.Int64
+	queueFull, queueTimeout       atomic.Int64
+	semTimeout, semFull, canceled atomic.Int64
+	quotaShareFailOpen            atomic.Int64
+}
+
+// queueWaiter is one request queued in a connection's limiter.
+type queueWaiter struct {
+	ready      chan struct{}
+	prev, next *queueWaiter
+}
+
+// Manager is the admission control of every connection. Configuration
+// changes (UpdateSettings, UpdateConnection, SetProtection,
+// RemoveConnection) are serialised; Acquire, Release, Pace, Precheck and
+// Snapshot run concurrently with each other and with them. All methods are
+// goroutine-safe. A Manager starts no goroutine.
+type Manager struct {
+	clock Clock
+	obs   atomic.Pointer[Observer]
+	conns atomic.Pointer[map[connKey]*conn] // copy-on-write
+
+	// mu serialises configuration changes and guards settings and
+	// providers (the map; the counters are guarded by gates.mu).
+	mu        sync.Mutex
+	settings  Settings
+	providers map[string]*gateCounter
+
+	gates  semGroup    // the composite gate of every connection
+	global gateCounter // guarded by gates.mu
+
+	poolMu sync.Mutex
+	pools  map[string]*QuotaSharePool
+}
+
+// NewManager returns a Manager using clock (nil = SystemClock()) with
+// settings s and the connections conns (a repeated provider+connection is
+// applied like UpdateConnection).
+func NewManager(clock Clock, s Settings, conns []ConnSpec) *Manager {
+	if clock == nil {
+		clock = SystemClock()
+	}
+	m := &Manager{clock: clock, providers: map[string]*gateCounter{}, pools: map[string]*QuotaSharePool{}}
+	m.conns.Store(&map[connKey]*conn{})
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.settings = cloneSettings(s)
+	for _, spec := range conns {
+		m.updateConnectionLocked(spec)
+	}
+	return m
+}
+
+func cloneSettings(s Settings) Settings {
+	s.ProviderConcurrency = maps.Clone(s.ProviderConcurrency)
+	if s.AutoEnableEnv != nil {
+		s.AutoEnableEnv = new(*s.AutoEnableEnv)
+	}
+	return s
+}
+
+func (m *Manager) lookup(provider, connection string) *conn {
+	return (*m.conns.Load())[connKey{provider, connection}]
+}
+
+// Settings returns a copy of the current settings.
+func (m *Manager) Settings() Settings {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return cloneSettings(m.settings)
+}
+
+// UpdateSettings replaces the settings and re-derives every connection.
+// Requests already running keep their permits; queued requests re-evaluate
+// against the new limits at once.
+func (m *Manager) UpdateSettings(s Settings) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.settings = cloneSettings(s)
+	for _, c := range *m.conns.Load() {
+		m.rebuildLocked(c)
+	}
+}
+
+// UpdateConnection registers spec's connection or updates it. For a
+// connection already registered, spec.RateLimitProtection is ignored:
+// updating a connection's other fields never changes its protection flag,
+// which only SetProtection changes afterwards (docs/resilience.md §7). Running
+// requests keep their permits.
+func (m *Manager) UpdateConnection(spec ConnSpec) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.updateConnectionLocked(spec)
+}
+
+func (m *Manager) updateConnectionLocked(spec ConnSpec) {
+	spec.ModelConcurrency = maps.Clone(spec.ModelConcurrency)
+	key := connKey{spec.Provider, spec.Connection}
+	c := (*m.conns.Load())[key]
+	if c == nil {
+		c = &conn{provider: spec.Provider, id: spec.Connection, protection: spec.RateLimitProtection, models: map[string]*gateCounter{}}
+		next := maps.Clone(*m.conns.Load())
+		next[key] = c
+		c.spec = spec
+		m.rebuildLocked(c)
+		m.conns.Store(&next)
+		return
+	}
+	c.spec = spec
+	m.rebuildLocked(c)
+}
+
+// RemoveConnection forgets a connection. Its running requests release
+// normally and its queued requests finish their wait; a later
+// UpdateConnection registers it afresh.
+func (m *Manager) RemoveConnection(provider, connection string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	key := connKey{provider, connection}
+	if _, ok := (*m.conns.Load())[key]; !ok {
+		return
+	}
+	next := maps.Clone(*m.conns.Load())
+	delete(next, key)
+	m.conns.Store(&next)
+}
+
+// Protected reports whether the connection's requests go through its
+// limiter queue: the auto-enable safety net covers every active apikey
+// connection (RATE_LIMIT_AUTO_ENABLE, when set, wins over the saved
+// setting), and rate_limit_protection: true (or SetProtection) covers any
+// connection. There is no per-connection opt-out while auto-enable is on.
+// An unknown connection is not protected.
+func (m *Manager) Protected(provider, connection string) bool {
+	c := m.lookup(provider, connection)
+	return c != nil && c.cfg.Load().protected
+}
+
+// SetProtection sets the connection's rate_limit_protection flag (POST
+// /api/rate-limits). It returns an error wrapping ErrUnknownConnection for a
+// connection never registered. The flag survives UpdateConnection; the
+// caller persists it.
+func (m *Manager) SetProtection(provider, connection string, enabled bool) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	c := m.lookup(provider, connection)
+	if c == nil {
+		return fmt.Errorf("set rate limit protection of %s/%s: %w", provider, connection, ErrUnknownConnection)
+	}
+	c.protection = enabled
+	m.rebuildLocked(c)
+	return nil
+}
+
+// SetProtectionByID is SetProtection for the connection_id of POST
+// /api/rate-limits: connectionID is a bare connection id that must name
+// exactly one registered connection, or "provider/connection".
+func (m *Manager) SetProtectionByID(connectionID string, enabled bool) error {
+	var found []connKey
+	for k := range *m.conns.Load() {
+		if k.connection == connectionID || k.provider+"/"+k.connection == connectionID {
+			found = append(found, k)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return fmt.Errorf("set rate limit protection of %q: %w", connectionID, ErrUnknownConnection)
+	case 1:
+		return m.SetProtection(found[0].provider, found[0].connection, enabled)
+	default:
+		return fmt.Errorf("set rate limit protection of %q: %d providers have this connection id, name it as provider/connection", connectionID, len(found))
+	}
+}
+
+// rebuildLocked re-derives c's configuration and gate caps and wakes its
+// waiters to re-evaluate. Called with m.mu held.
+func (m *Manager) rebuildLocked(c *conn) {
+	s := &m.settings
+	spec := &c.spec
+	cfg := &connConfig{
+		protected: c.protection || (s.autoEnable() && spec.Profile == engine.ProfileAPIKey && !spec.Disabled),
+		limiter:   s.limiter(spec.Overrides),
+		budgets:   s.budgets(spec.Overrides),
+		semLimit:  s.SemaphoreQueueLimit,
+		qsWait:    s.QuotaShareWait,
+
+		maxConcurrent: spec.MaxConcurrent,
+	}
+	if cfg.semLimit <= 0 {
+		cfg.semLimit = DefaultSemaphoreQueueLimit
+	}
+	if cfg.qsWait == 0 {
+		cfg.qsWait = DefaultQuotaShareWait
+	}
+	pc := m.providers[c.provider]
+	if pc == nil {
+		pc = &gateCounter{}
+		m.providers[c.provider] = pc
+	}
+	for model, limit := range spec.ModelConcurrency {
+		if limit <= 0 {
+			continue
+		}
+		n := c.models[model]
+		if n == nil {
+			n = &gateCounter{}
+			c.models[model] = n
+		}
+		if cfg.models == nil {
+			cfg.models = map[string]*gateCounter{}
+		}
+		cfg.models[model] = n
+	}
+	m.gates.update(func() {
+		m.global.cap = max(s.GlobalConcurrency, 0)
+		pc.cap = max(s.ProviderConcurrency[c.provider], 0)
+		c.account.cap = max(spec.MaxConcurrent, 0)
+		for model, n := range c.models {
+			n.cap = max(spec.ModelConcurrency[model], 0)
+		}
+	})
+	if m.global.cap > 0 {
+		cfg.gates[levelGlobal] = &m.global
+	}
+	if pc.cap > 0 {
+		cfg.gates[levelProvider] = pc
+	}
+	if c.account.cap > 0 {
+		cfg.gates[levelAccount] = &c.account
+	}
+	qsCap := 0
+	if s.QuotaShareEnabled && spec.MaxConcurrent > 0 {
+		qsCap = spec.MaxConcurrent
+		cfg.qs = &c.qsCounter
+	}
+	c.qs.update(func() { c.qsCounter.cap = qsCap })
+	c.cfg.Store(cfg)
+	c.mu.Lock()
+	c.wakeAllLocked()
+	c.mu.Unlock()
+}
+
+// Precheck is the fast admission check to run before any translation or
+// compression work: for a protected connection whose queue already holds
+// max_queue_depth requests it returns the 429 RATE_LIMIT_QUEUE_FULL *Error
+// (and counts the rejection), otherwise nil. Acquire checks again. An
+// unknown connection gives an error wrapping ErrUnknownConnection.
+func (m *Manager) Precheck(provider, connection string) error {
+	c := m.lookup(provider, connection)
+	if c == nil {
+		return fmt.Errorf("admission of %s/%s: %w", provider, connection, ErrUnknownConnection)
+	}
+	cfg := c.cfg.Load()
+	if !cfg.protected || cfg.budgets.MaxQueueDepth <= 0 {
+		return nil
+	}
+	c.mu.Lock()
+	e := m.queueFullLocked(c, cfg, m.clock.Now())
+	c.mu.Unlock()
+	if e != nil {
+		return m.reject(c, e)
+	}
+	return nil
+}
+
+// queueFullLocked applies CheckQueueDepth to c's queue. Called with c.mu
+// held.
+func (m *Manager) queueFullLocked(c *conn, cfg *connConfig, now time.Time) *Error {
+	depth := cfg.budgets.MaxQueueDepth
+	if depth <= 0 || c.queued < depth {
+		return nil
+	}
+	e := queueFullError(c.queued, depth, c.id)
+	e.Provider = c.provider
+	e.RetryAfter = max(c.lim.readyAt(now, &cfg.limiter).Sub(now), minRetryAfter)
+	return e
+}
+
+// Acquire admits one request for model on provider/connection. It takes, in
+// order: the connection's limiter queue when the connection is Protected
+// (max_queue_depth → 429 RATE_LIMIT_QUEUE_FULL at once; max_wait_ms → 429
+// RATE_LIMIT_QUEUE_TIMEOUT; a limiter pause ending after the request's queue
+// budget → RATE_LIMIT_QUEUE_TIMEOUT at once), then the composite gate
+// global → provider → account → model all-or-nothing (503
+// SEMAPHORE_TIMEOUT when the queue-wait budget runs out, 429
+// SEMAPHORE_QUEUE_FULL when a full gate already has SemaphoreQueueLimit
+// waiters), then the quota-share semaphore, which fails open. The queue-wait
+// budget max_wait_ms covers the limiter and gate waits together and ends
+// when Acquire returns: no timer outlives it.
+//
+// On success the caller must call Ticket.Release exactly once when the
+// request ends. On error nothing is held: every error is an *Error, a
+// wrapped ctx.Err() when ctx ends first, or a wrapped ErrUnknownConnection.
+// None of them is upstream health.
+func (m *Manager) Acquire(ctx context.Context, provider, connection, model string) (*Ticket, error) {
+	c := m.lookup(provider, connection)
+	if c == nil {
+		return nil, fmt.Errorf("admission of %s/%s: %w", provider, connection, ErrUnknownConnection)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, m.reject(c, err)
+	}
+	cfg := c.cfg.Load()
+	start := m.clock.Now()
+	deadline := start.Add(cfg.budgets.MaxWait)
+	t := &Ticket{m: m, c: c, execMaxWait: cfg.budgets.ExecutionMaxWait}
+	waited := false
+	if cfg.protected {
+		held, w, err := m.enterLimiter(ctx, c, cfg, start, deadline)
+		if err != nil {
+			return nil, m.reject(c, err)
+		}
+		t.limiter, waited = held, w
+	}
+	need := cfg.gates
+	if model != "" {
+		need[levelModel] = cfg.models[model]
+	}
+	if !need.empty() {
+		now := start
+		if waited {
+			now = m.clock.Now()
+		}
+		held, w, err := m.gates.acquire(ctx, m.clock, now, deadline, need, cfg.semLimit, c)
+		if err != nil {
+			t.leaveLimiter()
+			switch err {
+			case errGateFull:
+				return nil, m.reject(c, semaphoreQueueFullError(c, cfg.semLimit))
+			case errGateTimeout:
+				return nil, m.reject(c, semaphoreTimeoutError(c, cfg.budgets.MaxWait))
+			}
+			return nil, m.reject(c, err)
+		}
+		t.gates, waited = held, waited || w
+	}
+	if cfg.qs != nil {
+		if err := m.enterQuotaShare(ctx, t, cfg, start, deadline, waited); err != nil {
+			t.leaveGates()
+			t.leaveLimiter()
+			return nil, m.reject(c, err)
+		}
+	}
+	c.inflight.Add(1)
+	if waited {
+		t.queueWait = m.clock.Now().Sub(start)
+		c.stats.waits.Add(1)
+		c.stats.waitNanos.Add(int64(t.queueWait))
+	}
+	if o := m.obs.Load(); o != nil && o.OnStarted != nil {
+		o.OnStarted(provider, connection, t.queueWait)
+	}
+	return t, nil
+}
+
+// enterQuotaShare takes the qsconn:<id> slot or fails open: on saturation
+// (a full wait list) or after QuotaShareWait (bounded by the queue budget)
+// the request proceeds without a slot. Only ctx ending is an error.
+func (m *Manager) enterQuotaShare(ctx context.Context, t *Ticket, cfg *connConfig, start, deadline time.Time, waited bool) error {
+	c := t.c
+	now := start
+	if waited {
+		now = m.clock.Now()
+	}
+	qsDeadline := now
+	if cfg.qsWait > 0 {
+		qsDeadline = now.Add(cfg.qsWait)
+		if deadline.Before(qsDeadline) {
+			qsDeadline = deadline
+		}
+	}
+	held, _, err := c.qs.acquire(ctx, m.clock, now, qsDeadline, gateSet{cfg.qs}, cfg.semLimit, c)
+	switch err {
+	case nil:
+		t.qs = held[0]
+		return nil
+	case errGateFull, errGateTimeout:
+		c.stats.quotaShareFailOpen.Add(1)
+		if o := m.obs.Load(); o != nil && o.OnQuotaShareFailOpen != nil {
+			o.OnQuotaShareFailOpen(c.provider, c.id)
+		}
+		return nil
+	}
+	return err
+}
+
+// enterLimiter queues the request in c's limiter and returns when it is
+// dispatched (held reports whether it holds a limiter slot: false when the
+// connection stopped being protected while it waited).
+func (m *Manager) enterLimiter(ctx context.Context, c *conn, cfg *connConfig, now, deadline time.Time) (held, waited bool, err error) {
+	lc := &cfg.limiter
+	c.mu.Lock()
+	if e := m.queueFullLocked(c, cfg, now); e != nil {
+		c.mu.Unlock()
+		return false, false, e
+	}
+	if c.qhead == nil && c.lim.canRun(lc) && !c.lim.readyAt(now, lc).After(now) {
+		c.lim.take(now, lc)
+		c.mu.Unlock()
+		return true, false, nil
+	}
+	if c.lim.pausedUntil.After(deadline) {
+		retry := c.lim.pausedUntil.Sub(now)
+		c.mu.Unlock()
+		return false, false, queueTimeoutError(c, cfg.budgets.MaxWait, retry, true)
+	}
+	w := &queueWaiter{ready: make(chan struct{}, 1)}
+	c.pushLocked(w)
+	queued := c.queued
+	c.mu.Unlock()
+	if o := m.obs.Load(); o != nil && o.OnQueued != nil {
+		o.OnQueued(c.provider, c.id, queued)
+	}
+	return m.waitLimiter(ctx, c, w, cfg.budgets.MaxWait, deadline)
+}
+
+// waitLimiter is the queued request's loop: the head of the queue
+// dispatches itself as soon as the limiter allows and sleeps on a Clock
+// timer until then; every waiter sleeps at most until its deadline.
+func (m *Manager) waitLimiter(ctx context.Context, c *conn, w *queueWaiter, maxWait time.Duration, deadline time.Time) (held, waited bool, err error) {
+	for {
+		c.mu.Lock()
+		cfg := c.cfg.Load()
+		lc := &cfg.limiter
+		now := m.clock.Now()
+		if !cfg.protected {
+			c.removeLocked(w)
+			c.mu.Unlock()
+			return false, true, nil
+		}
+		var wake time.Time
+		if c.qhead == w && c.lim.canRun(lc) {
+			at := c.lim.readyAt(now, lc)
+			if !at.After(now) {
+				c.removeLocked(w)
+				c.lim.take(now, lc)
+				c.mu.Unlock()
+				return true, true, nil
+			}
+			wake = at
+		}
+		if !now.Before(deadline) {
+			c.removeLocked(w)
+			c.mu.Unlock()
+			return false, true, queueTimeoutError(c, maxWait, minRetryAfter, false)
+		}
+		if c.lim.pausedUntil.After(deadline) {
+			retry := c.lim.pausedUntil.Sub(now)
+			c.removeLocked(w)
+			c.mu.Unlock()
+			return false, true, queueTimeoutError(c, maxWait, retry, true)
+		}
+		c.mu.Unlock()
+		d := deadline.Sub(now)
+		if !wake.IsZero() {
+			d = min(d, wake.Sub(now))
+		}
+		tm := m.clock.NewTimer(d)
+		select {
+		case <-w.ready:
+		case <-tm.C():
+		case <-ctx.Done():
+			tm.Stop()
+			c.mu.Lock()
+			c.removeLocked(w)
+			c.mu.Unlock()
+			return false, true, ctx.Err()
+		}
+		tm.Stop()
+	}
+}
+
+// pushLocked appends w to c's limiter queue.
+func (c *conn) pushLocked(w *queueWaiter) {
+	w.prev = c.qtail
+	if c.qtail != nil {
+		c.qtail.next = w
+	} else {
+		c.qhead = w
+	}
+	c.qtail = w
+	c.queued++
+}
+
+// removeLocked unlinks w from c's limiter queue and wakes the head, which
+// may be a new one that must start its own timer.
+func (c *conn) removeLocked(w *queueWaiter) {
+	if w.prev != nil {
+		w.prev.next = w.next
+	} else {
+		c.qhead = w.next
+	}
+	if w.next != nil {
+		w.next.prev = w.prev
+	} else {
+		c.qtail = w.prev
+	}
+	w.prev, w.next = nil, nil
+	c.queued--
+	c.wakeHeadLocked()
+}
+
+// wakeHeadLocked wakes the head of c's limiter queue.
+func (c *conn) wakeHeadLocked() {
+	if c.qhead != nil {
+		wake(c.qhead.ready)
+	}
+}
+
+// wakeAllLocked wakes every request queued in c's limiter.
+func (c *conn) wakeAllLocked() {
+	for w := c.qhead; w != nil; w = w.next {
+		wake(w.ready)
+	}
+}
+
+func wake(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// reject counts err in c's statistics, notifies the observer and returns
+// it; a context error is wrapped with the connection.
+func (m *Manager) reject(c *conn, err error) error {
+	code := CodeCanceled
+	if e, ok := err.(*Error); ok {
+		code = e.Code
+		switch code {
+		case CodeQueueFull:
+			c.stats.queueFull.Add(1)
+		case CodeQueueTimeout:
+			c.stats.queueTimeout.Add(1)
+		case CodeSemaphoreTimeout:
+			c.stats.semTimeout.Add(1)
+		case CodeSemaphoreQueueFull:
+			c.stats.semFull.Add(1)
+		}
+	} else {
+		c.stats.canceled.Add(1)
+		err = fmt.Errorf("admission of %s/%s: %w", c.provider, c.id, err)
+	}
+	if o := m.obs.Load(); o != nil && o.OnRejected != nil {
+		o.OnRejected(c.provider, c.id, code)
+	}
+	return err
+}
+
+// quotaSharePool returns provider's quota-share pool.
+func (m *Manager) quotaSharePool(provider string) *QuotaSharePool {
+	m.poolMu.Lock()
+	defer m.poolMu.Unlock()
+	p := m.pools[provider]
+	if p == nil {
+		p = NewQuotaSharePool(nil)
+		m.pools[provider] = p
+	}
+	return p
+}
+
+// PickQuotaShare picks one of connections (ids of provider) for the next
+// request of a quota-share pool with PickQuotaShare's rule, using the live
+// in-flight counts and max_concurrent of each. Unknown connections count as
+// idle and unlimited. It returns "" when connections is empty.
+func (m *Manager) PickQuotaShare(provider string, connections []string) string {
+	if len(connections) == 0 {
+		return ""
+	}
+	cands := make([]QuotaShareCandidate, len(connections))
+	for i, id := range connections {
+		cands[i] = QuotaShareCandidate{Connection: id}
+		if c := m.lookup(provider, id); c != nil {
+			cands[i].InFlight = int(c.inflight.Load())
+			cands[i].MaxConcurrent = c.cfg.Load().maxConcurrent
+		}
+	}
+	return connections[m.quotaSharePool(provider).Pick(cands)]
+}

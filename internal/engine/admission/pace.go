@@ -1,0 +1,161 @@
+package admission
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine"
+)
+
+// retryInfoType is the type URL of Google's typed retry hint.
+const retryInfoType = "type.googleapis.com/google.rpc.RetryInfo"
+
+// Hint is a retry wait an upstream stated in a 429 body.
+type Hint struct {
+	// Wait is the stated wait.
+	Wait time.Duration
+	// Typed marks a typed google.rpc.RetryInfo retryDelay, as opposed to
+	// prose ("retry after 12s") or any other untyped delay.
+	Typed bool
+	// ModelScoped marks a limiter whose quota is per model (the caller
+	// knows it from the provider), so a long typed wait can become a model
+	// lockout instead of pausing the whole connection.
+	ModelScoped bool
+}
+
+// PaceDecision is what Pace did with a hint. At most one of Paced, Paused
+// and Lockout > 0 is set; all zero means the hint changed nothing.
+type PaceDecision struct {
+	// Paced: the wait fit max_wait_ms; the limiter's reservoir is drained
+	// until Until and queued requests dispatch when it refills.
+	Paced bool
+	// Paused: the wait exceeded max_wait_ms and is kept as a limiter pause
+	// until Until; queued and new requests whose queue budget ends before
+	// Until are rejected at once with RATE_LIMIT_QUEUE_TIMEOUT.
+	Paused bool
+	// Until is when the pace or pause ends.
+	Until time.Time
+	// Lockout > 0: a long typed wait on a model-scoped limiter. The
+	// limiter is not paused; the caller records a model lockout on this
+	// connection for this long (already capped at MaxLockout, 24 h).
+	Lockout time.Duration
+}
+
+// Pace applies an upstream body retry hint for model on provider/connection
+// (docs/resilience.md §7, pacing versus lockout):
+//
+//   - hint.Wait ≤ the connection's max_wait_ms: pacing (Paced);
+//   - longer, Typed and ModelScoped: Lockout = min(Wait, 24 h), no pause;
+//   - longer otherwise (prose, untyped, connection-wide): Paused.
+//
+// Pacing and pausing act on the connection's limiter, so they happen only
+// for a Protected connection; for others only the Lockout outcome is
+// returned. A pause never shortens a longer one. Pace never records
+// anything in the engine: the caller records the lockout.
+func (m *Manager) Pace(provider, connection, model string, hint Hint) PaceDecision {
+	if hint.Wait <= 0 {
+		return PaceDecision{}
+	}
+	c := m.lookup(provider, connection)
+	var cfg *connConfig
+	maxWait := DefaultMaxWait
+	if c != nil {
+		cfg = c.cfg.Load()
+		maxWait = cfg.budgets.MaxWait
+	}
+	paced := hint.Wait <= maxWait
+	if !paced && hint.Typed && hint.ModelScoped {
+		return PaceDecision{Lockout: min(hint.Wait, MaxLockout)}
+	}
+	if cfg == nil || !cfg.protected {
+		return PaceDecision{}
+	}
+	c.mu.Lock()
+	until := m.clock.Now().Add(hint.Wait)
+	c.lim.pause(until, &cfg.limiter)
+	until = c.lim.pausedUntil
+	c.wakeAllLocked()
+	c.mu.Unlock()
+	if o := m.obs.Load(); o != nil && o.OnPaused != nil {
+		o.OnPaused(provider, connection, until)
+	}
+	return PaceDecision{Paced: paced, Paused: !paced, Until: until}
+}
+
+// ParseBodyRetryHint finds the retry wait in a 429 body. A Google
+// google.rpc.RetryInfo detail ({"@type":
+// "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "86399s"},
+// anywhere in the JSON) gives a Typed hint; otherwise prose such as "retry
+// after 12s" or "try again in 1.5s" (engine.ParseResetText) gives an
+// untyped one. Waits are capped at engine.MaxRetryHint. ModelScoped is left
+// false for the caller to set. It is a pure function.
+func ParseBodyRetryHint(body string) (Hint, bool) {
+	if d, ok := typedRetryDelay(body); ok {
+		return Hint{Wait: d, Typed: true}, true
+	}
+	if d, ok := engine.ParseResetText(body); ok {
+		return Hint{Wait: d}, true
+	}
+	return Hint{}, false
+}
+
+// typedRetryDelay finds a RetryInfo retryDelay in a JSON body.
+func typedRetryDelay(body string) (time.Duration, bool) {
+	if !strings.Contains(body, "RetryInfo") {
+		return 0, false
+	}
+	var v any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(body)), &v); err != nil {
+		return 0, false
+	}
+	return findRetryInfo(v, 0)
+}
+
+// findRetryInfo walks decoded JSON for a RetryInfo object.
+func findRetryInfo(v any, depth int) (time.Duration, bool) {
+	const maxDepth = 16
+	if depth > maxDepth {
+		return 0, false
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		if t, _ := x["@type"].(string); t == retryInfoType {
+			if s, ok := x["retryDelay"].(string); ok {
+				if d, ok := parseProtoDuration(s); ok {
+					return d, true
+				}
+			}
+		}
+		for _, e := range x {
+			if d, ok := findRetryInfo(e, depth+1); ok {
+				return d, true
+			}
+		}
+	case []any:
+		for _, e := range x {
+			if d, ok := findRetryInfo(e, depth+1); ok {
+				return d, true
+			}
+		}
+	}
+	return 0, false
+}
+
+// parseProtoDuration reads the JSON form of google.protobuf.Duration:
+// decimal seconds with an "s" suffix ("86399s", "1.5s").
+func parseProtoDuration(s string) (time.Duration, bool) {
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "s")
+	if !ok {
+		return 0, false
+	}
+	secs, err := strconv.ParseFloat(num, 64)
+	if err != nil || secs < 0 || secs != secs {
+		return 0, false
+	}
+	if secs >= engine.MaxRetryHint.Seconds() {
+		return engine.MaxRetryHint, true
+	}
+	return time.Duration(secs * float64(time.Second)), true
+}

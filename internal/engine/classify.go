@@ -1,0 +1,375 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// DefaultRuleSource is the RuleSource of every outcome of DefaultClassifier.
+const DefaultRuleSource = "default"
+
+// maxMessageLen bounds Outcome.Message, in bytes.
+const maxMessageLen = 200
+
+// DefaultClassifier is the classification of docs/resilience.md §11 used when no
+// operator, plugin or built-in rule matches. It is stateless and
+// goroutine-safe.
+//
+// Statuses map as follows (every outcome carries the upstream retry hint
+// from ParseRetryHint, RuleSource "default" and a RuleID "default.<status>"
+// with a variant suffix):
+//
+//   - transport error: network_error, provider scope, retryable; a
+//     cancelled context is a client_abort that locks nothing.
+//   - 400: bad_request, not retryable; model-does-not-exist text is
+//     not_found, model scope, retryable.
+//   - 401: auth_error, connection scope, retryable; ban or deactivation text
+//     is banned, permanent.
+//   - 402: credits_exhausted, connection scope, permanent.
+//   - 403: auth_error, connection scope, retryable; ban text is banned,
+//     permanent; an oauth "Request not allowed" is request_rejected.
+//   - 404: not_found, model scope, retryable. 408: transient, provider scope.
+//   - 429: concurrency text (without quota text) is concurrency_limited,
+//     quota text is quota_exhausted, anything else rate_limit; all
+//     connection scope, retryable.
+//   - 499: client_abort, no scope, not retryable.
+//   - 502, 503, 504 and 529: transient (gateway, unavailable, timeout,
+//     overloaded are temporary by nature); 500 and other 5xx: server_error;
+//     all provider scope, retryable.
+//   - any other status: bad_request, not retryable.
+type DefaultClassifier struct{}
+
+var _ Classifier = DefaultClassifier{}
+
+// Classify turns one failed upstream attempt into an Outcome.
+func (DefaultClassifier) Classify(in ErrorInput) Outcome {
+	o := Outcome{
+		Provider:       in.Provider,
+		Connection:     in.Connection,
+		Model:          in.Model,
+		Profile:        in.Profile,
+		Status:         in.Status,
+		UpstreamStatus: in.Status,
+		RuleSource:     DefaultRuleSource,
+	}
+	if in.TransportErr != nil || in.Status == 0 {
+		classifyTransport(&o, in.TransportErr)
+		return o
+	}
+	text := strings.ToLower(in.Body)
+	if in.ErrorCode != "" || in.ErrorType != "" {
+		text += " " + strings.ToLower(in.ErrorCode) + " " + strings.ToLower(in.ErrorType)
+	}
+	status := in.Status
+	id := "default." + strconv.Itoa(status)
+	variant := ""
+	switch {
+	case status == 400:
+		if isModelMissing(text) {
+			o.Reason, o.Scope, o.Retryable, variant = ReasonNotFound, ScopeModel, true, "model_not_found"
+		} else {
+			o.Reason = ReasonBadRequest
+		}
+	case status == 401:
+		o.Reason, o.Scope, o.Retryable = ReasonAuthError, ScopeConnection, true
+		if isBanText(text) {
+			o.Reason, o.Permanent, variant = ReasonBanned, true, "banned"
+		}
+	case status == 402:
+		o.Reason, o.Scope, o.Retryable, o.Permanent = ReasonCreditsExhausted, ScopeConnection, true, true
+	case status == 403:
+		o.Reason, o.Scope, o.Retryable = ReasonAuthError, ScopeConnection, true
+		switch {
+		case isBanText(text):
+			o.Reason, o.Permanent, variant = ReasonBanned, true, "banned"
+		case in.Profile == ProfileOAuth && strings.Contains(text, "request not allowed"):
+			o.Reason, variant = ReasonRequestRejected, "request_rejected"
+		}
+	case status == 404:
+		o.Reason, o.Scope, o.Retryable = ReasonNotFound, ScopeModel, true
+	case status == 408:
+		o.Reason, o.Scope, o.Retryable = ReasonTransient, ScopeProvider, true
+	case status == 429:
+		o.Scope, o.Retryable = ScopeConnection, true
+		switch {
+		case IsQuotaText(text):
+			o.Reason, variant = ReasonQuotaExhausted, "quota"
+		case IsConcurrencyLimitedText(text):
+			o.Reason, variant = ReasonConcurrencyLimited, "concurrency"
+		default:
+			o.Reason = ReasonRateLimit
+		}
+	case status == 499:
+		o.Reason = ReasonClientAbort
+	case status == 502 || status == 503 || status == 504 || status == 529:
+		o.Reason, o.Scope, o.Retryable = ReasonTransient, ScopeProvider, true
+	case status >= 500 && status <= 599:
+		o.Reason, o.Scope, o.Retryable = ReasonServerError, ScopeProvider, true
+	default:
+		o.Reason = ReasonBadRequest
+	}
+	if variant != "" {
+		id += "." + variant
+	}
+	o.RuleID = id
+	o.RetryHint, o.RetryHintSource, _ = ParseRetryHint(in.Headers, in.Body, in.Now)
+	o.Message = "upstream " + strconv.Itoa(status)
+	if msg := upstreamMessage(in.Body); msg != "" {
+		o.Message += ": " + msg
+	}
+	return o
+}
+
+// classifyTransport fills o for an attempt that got no HTTP answer.
+func classifyTransport(o *Outcome, err error) {
+	if errors.Is(err, context.Canceled) {
+		o.Reason, o.RuleID = ReasonClientAbort, "default.client_abort"
+		o.Message = "request cancelled before upstream answered"
+		return
+	}
+	o.Reason, o.Scope, o.Retryable, o.Transport = ReasonNetworkError, ScopeProvider, true, true
+	o.RuleID = "default.transport"
+	o.Message = "upstream transport error: " + transportKind(err)
+}
+
+// transportKind names a transport failure without echoing its text, which
+// may carry a URL with credentials.
+func transportKind(err error) string {
+	if err == nil {
+		return "no response"
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return "timeout"
+	}
+	var te interface{ Timeout() bool }
+	if errors.As(err, &te) && te.Timeout() {
+		return "timeout"
+	}
+	if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		return "connection closed"
+	}
+	s := strings.ToLower(err.Error())
+	for _, k := range transportKinds {
+		if strings.Contains(s, k.marker) {
+			return k.kind
+		}
+	}
+	return "network error"
+}
+
+var transportKinds = [...]struct{ marker, kind string }{
+	{"connection refused", "connection refused"},
+	{"connection reset", "connection reset"},
+	{"broken pipe", "connection reset"},
+	{"no such host", "dns lookup failed"},
+	{"server misbehaving", "dns lookup failed"},
+	{"x509", "tls error"},
+	{"certificate", "tls error"},
+	{"tls", "tls error"},
+	{"timeout", "timeout"},
+	{"timed out", "timeout"},
+	{"network is unreachable", "network unreachable"},
+	{"no route to host", "network unreachable"},
+	{"eof", "connection closed"},
+}
+
+var (
+	concurrencyMarkers = [...]string{
+		"too many concurrent requests",
+		"concurrency limit",
+		"concurrency_limit",
+		"concurrent request limit",
+		"parallel request limit",
+		"并发数过高",
+	}
+	quotaMarkers = [...]string{
+		"quota", // quota, insufficient_quota, exceeded your current quota
+		"usage limit",
+		"usage_limit",
+		"daily limit",
+		"weekly limit",
+		"monthly limit",
+		"额度不足",
+	}
+	banMarkers = [...]string{
+		"banned",
+		"deactivated",
+		"suspended",
+		"account has been disabled",
+		"account is disabled",
+		"account disabled",
+		"organization has been disabled",
+		"organization is disabled",
+	}
+	modelMissingMarkers = [...]string{
+		"model not found",
+		"model_not_found",
+		"unknown model",
+		"no such model",
+		"invalid model",
+		"not a valid model",
+		"unsupported model",
+		"model is not supported",
+		"model not supported",
+	}
+)
+
+// IsConcurrencyLimitedText reports whether an error body says the account is
+// busy rather than out of quota ("too many concurrent requests",
+// "concurrency limit", "parallel request limit", GLM "并发数过高").
+// Case-insensitive; a pure function.
+func IsConcurrencyLimitedText(body string) bool {
+	return containsAny(strings.ToLower(body), concurrencyMarkers[:])
+}
+
+// IsQuotaText reports whether an error body says a quota is exhausted
+// ("quota", "insufficient_quota", "exceeded your current quota", "usage
+// limit", "额度不足", …). Case-insensitive; a pure function.
+func IsQuotaText(body string) bool {
+	return containsAny(strings.ToLower(body), quotaMarkers[:])
+}
+
+// isBanText reports ban or deactivation wording in lower-cased text.
+func isBanText(text string) bool { return containsAny(text, banMarkers[:]) }
+
+// isModelMissing reports model-does-not-exist wording in lower-cased text.
+func isModelMissing(text string) bool {
+	if containsAny(text, modelMissingMarkers[:]) {
+		return true
+	}
+	return strings.Contains(text, "does not exist") && strings.Contains(text, "model")
+}
+
+func containsAny(s string, markers []string) bool {
+	for _, m := range markers {
+		if strings.Contains(s, m) {
+			return true
+		}
+	}
+	return false
+}
+
+// upstreamMessage extracts a short, secret-free error message from an
+// upstream body: the message field of a JSON error ({"error": {"message"}},
+// {"error": "..."}, {"message"}, {"detail": "..."}, or the first element of
+// a JSON array of those), or a short single-line plain-text body. HTML and
+// long text give "".
+func upstreamMessage(body string) string {
+	b := strings.TrimSpace(body)
+	if b == "" {
+		return ""
+	}
+	var msg string
+	switch b[0] {
+	case '{':
+		msg = jsonMessage([]byte(b))
+	case '[':
+		var arr []json.RawMessage
+		if json.Unmarshal([]byte(b), &arr) == nil && len(arr) > 0 {
+			msg = jsonMessage(arr[0])
+		}
+	case '<':
+		return ""
+	default:
+		if len(b) <= maxMessageLen && !strings.ContainsAny(b, "\n\r") {
+			msg = b
+		}
+	}
+	return sanitizeMessage(msg)
+}
+
+// jsonMessage reads the error message of one JSON error object.
+func jsonMessage(raw []byte) string {
+	var env struct {
+		Error   json.RawMessage `json:"error"`
+		Message json.RawMessage `json:"message"`
+		Detail  json.RawMessage `json:"detail"`
+	}
+	if json.Unmarshal(raw, &env) != nil {
+		return ""
+	}
+	if len(env.Error) > 0 {
+		var s string
+		if json.Unmarshal(env.Error, &s) == nil {
+			return s
+		}
+		var inner struct {
+			Message json.RawMessage `json:"message"`
+		}
+		if json.Unmarshal(env.Error, &inner) == nil {
+			if s := jsonString(inner.Message); s != "" {
+				return s
+			}
+		}
+	}
+	if s := jsonString(env.Message); s != "" {
+		return s
+	}
+	return jsonString(env.Detail)
+}
+
+// jsonString returns raw as a string when it is a JSON string.
+func jsonString(raw json.RawMessage) string {
+	var s string
+	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// sanitizeMessage collapses whitespace, redacts credential-like tokens and
+// truncates to maxMessageLen bytes on a rune boundary.
+func sanitizeMessage(msg string) string {
+	fields := strings.Fields(msg)
+	for i, f := range fields {
+		if looksSecret(f) {
+			fields[i] = "[redacted]"
+		}
+	}
+	s := strings.Join(fields, " ")
+	if len(s) <= maxMessageLen {
+		return s
+	}
+	cut := maxMessageLen - len("…")
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
+// looksSecret reports whether a whitespace-free word looks like a key or
+// token: a known key prefix, or a separator-free segment of 20+ characters
+// mixing letters and digits (model names have short segments and survive).
+func looksSecret(word string) bool {
+	w := strings.Trim(word, `"'.,;:()[]{}<>`)
+	if strings.HasPrefix(w, "AIza") && len(w) >= 12 {
+		return true
+	}
+	if strings.HasPrefix(w, "sk-") && len(w) >= 12 && !strings.Contains(w, "*") {
+		return true
+	}
+	seg, letters, digits := 0, false, false
+	for i := 0; i <= len(w); i++ {
+		if i == len(w) || strings.IndexByte("-_./+=:", w[i]) >= 0 {
+			if seg >= 20 && letters && digits {
+				return true
+			}
+			seg, letters, digits = 0, false, false
+			continue
+		}
+		c := w[i]
+		switch {
+		case c >= '0' && c <= '9':
+			digits = true
+		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
+			letters = true
+		}
+		seg++
+	}
+	return false
+}

@@ -1,0 +1,751 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+)
+
+// Exclusion reasons, as reported by Engine.Check and in the
+// all_targets_cooling_down diagnostics of docs/resilience.md §6.
+const (
+	ExclusionCircuitOpen        = "circuit_open"
+	ExclusionProviderCooldown   = "provider_cooldown"
+	ExclusionConnectionCooldown = "connection_cooldown"
+	ExclusionModelLockout       = "model_lockout"
+	// ExclusionUnavailable is a connection in a terminal state.
+	ExclusionUnavailable = "unavailable"
+)
+
+// Store key prefixes. Every value is JSON; path components are
+// URL-path-escaped so that an id containing "/" cannot collide.
+const (
+	keyBreaker    = "breaker/"    // breaker/<provider>
+	keyWindowGate = "windowgate/" // windowgate/<provider>
+	keyCooldown   = "cooldown/"   // cooldown/<provider>/<connection>
+	keyLockout    = "lockout/"    // lockout/<provider>/<connection>/<model key>
+	// SettingsKey holds the accumulated resilience settings patch.
+	SettingsKey = "settings/resilience"
+)
+
+// Exclusion says why a target is not eligible.
+type Exclusion struct {
+	// Reason is one of the Exclusion* constants.
+	Reason string
+	// Until is when the exclusion ends; zero for a terminal state.
+	Until time.Time
+	// Detail is the breaker state, the terminal state, or the error type or
+	// reason behind a cooldown or lockout.
+	Detail string
+}
+
+// Observer receives engine events for metrics. Every field is optional. The
+// functions are called outside the engine's locks, possibly concurrently;
+// they must be fast and must not block.
+type Observer struct {
+	// OnBreakerTransition is called for every breaker state change.
+	OnBreakerTransition func(provider, from, to string)
+	// OnCooldown is called when a connection cooldown is armed or extended.
+	OnCooldown func(provider, connection, reason string, d time.Duration)
+	// OnTerminal is called when a connection enters a terminal state.
+	OnTerminal func(provider, connection, state string)
+	// OnLockout is called when a model lockout is armed or extended; model
+	// is the locked model key (a model id or "family:<name>").
+	OnLockout func(provider, connection, model, reason string, d time.Duration)
+	// OnExclusion is called by Check (not Peek) for every excluded target.
+	OnExclusion func(reason string)
+}
+
+// Options configure New.
+type Options struct {
+	// Clock defaults to SystemClock.
+	Clock Clock
+	// Store is required.
+	Store Store
+	// Logger defaults to a null logger.
+	Logger hclog.Logger
+	// Settings are the base settings (config file and environment); a
+	// zero value means DefaultSettings(). A persisted patch applies on top.
+	Settings Settings
+	// Providers describes every configured provider. Outcomes of other
+	// providers are handled with the apikey defaults.
+	Providers []ProviderSpec
+	// Classifier defaults to DefaultClassifier.
+	Classifier Classifier
+}
+
+// providerState is the engine's view of one provider.
+type providerState struct {
+	id             string
+	profile        Profile
+	useHints       bool
+	families       quotaFamilies
+	connections    []string // configured connection ids
+	disableCooling map[string]bool
+	// egressBucketed marks a provider whose quota is per egress address
+	// (docs/resilience.md §12; see egress.go).
+	egressBucketed bool
+	// breakerDirty and gateDirty are set when the breaker or window gate
+	// changed outside a failure (a success, a lazy recovery) and must be
+	// written by the next success or failure.
+	breakerDirty atomic.Bool
+	gateDirty    atomic.Bool
+}
+
+// Engine is the resilience facade the server uses: routing asks Check,
+// every attempt reports RecordSuccess or RecordFailure, and the admin API
+// reads and clears state. Authoritative state lives in memory (loaded by
+// New) and is written through to the Store on every change; the eligible
+// Check and the clean RecordSuccess do no I/O and allocate nothing. Engine
+// is goroutine-safe.
+type Engine struct {
+	clock      Clock
+	store      Store
+	log        hclog.Logger
+	classifier Classifier
+
+	breakers  *Breakers
+	gate      *WindowGate
+	cooldowns *cooldowns
+	lockouts  *lockouts
+	egress    egressBook
+
+	providers map[string]*providerState // configured; immutable after New
+	order     []string                  // configured provider ids, in order
+	extraMu   sync.RWMutex
+	extra     map[string]*providerState // providers first seen in an outcome
+
+	settingsMu sync.Mutex     // serialises UpdateSettings
+	base       Settings       // Options.Settings, normalised
+	patch      map[string]any // accumulated persisted patch, guarded by settingsMu
+	settings   atomic.Pointer[Settings]
+
+	observer atomic.Pointer[Observer]
+	// writeLocks serialise the store writes of one key (striped), so that
+	// the last write of a key always carries its latest state.
+	writeLocks [64]sync.Mutex
+}
+
+// New builds an engine and loads the persisted breakers, window gate,
+// cooldowns, lockouts and settings patch from o.Store. A persisted patch
+// that no longer applies, and unreadable entries, are logged and skipped.
+func New(ctx context.Context, o Options) (*Engine, error) {
+	if o.Store == nil {
+		return nil, errors.New("engine: a Store is required")
+	}
+	e := &Engine{
+		clock:      o.Clock,
+		store:      o.Store,
+		log:        o.Logger,
+		classifier: o.Classifier,
+		cooldowns:  newCooldowns(),
+		lockouts:   newLockouts(),
+		providers:  make(map[string]*providerState, len(o.Providers)),
+		extra:      make(map[string]*providerState),
+	}
+	if e.clock == nil {
+		e.clock = SystemClock{}
+	}
+	if e.log == nil {
+		e.log = hclog.NewNullLogger()
+	}
+	e.log = e.log.Named("engine")
+	if e.classifier == nil {
+		e.classifier = DefaultClassifier{}
+	}
+	base := o.Settings
+	if reflect.ValueOf(base).IsZero() {
+		base = DefaultSettings()
+	}
+	if err := base.Validate(); err != nil {
+		return nil, fmt.Errorf("engine: base settings: %w", err)
+	}
+	e.base = base.Clone().Normalize()
+
+	for _, spec := range o.Providers {
+		if spec.ID == "" {
+			return nil, errors.New("engine: provider with empty id")
+		}
+		if _, dup := e.providers[spec.ID]; dup {
+			return nil, fmt.Errorf("engine: provider %q declared twice", spec.ID)
+		}
+		fams, err := compileFamilies(spec.QuotaFamilies)
+		if err != nil {
+			return nil, fmt.Errorf("engine: provider %q: %w", spec.ID, err)
+		}
+		ps := &providerState{
+			id:             spec.ID,
+			profile:        spec.Profile,
+			useHints:       spec.UseUpstreamRetryHints,
+			families:       fams,
+			disableCooling: make(map[string]bool),
+			egressBucketed: spec.EgressBucketed,
+		}
+		for _, c := range spec.Connections {
+			ps.connections = append(ps.connections, c.ID)
+			if c.DisableCooling {
+				ps.disableCooling[c.ID] = true
+			}
+		}
+		e.providers[spec.ID] = ps
+		e.order = append(e.order, spec.ID)
+	}
+
+	e.observer.Store(&Observer{})
+	e.breakers = NewBreakers(e.clock)
+	e.gate = NewWindowGate(e.clock)
+
+	s, err := e.loadSettings(ctx)
+	if err != nil {
+		return nil, err
+	}
+	e.settings.Store(&s)
+	for _, ps := range e.providers {
+		e.configureProvider(ps, &s)
+	}
+	if err := e.loadState(ctx); err != nil {
+		return nil, err
+	}
+	e.breakers.OnChange(e.onBreakerChange)
+	e.gate.OnChange(e.onGateChange)
+	return e, nil
+}
+
+// loadSettings applies the persisted settings patch to the base settings.
+func (e *Engine) loadSettings(ctx context.Context) (Settings, error) {
+	raw, ok, err := e.store.Get(ctx, SettingsKey)
+	if err != nil {
+		return Settings{}, fmt.Errorf("engine: load %s: %w", SettingsKey, err)
+	}
+	if !ok {
+		return e.base.Clone(), nil
+	}
+	patch, err := parsePatch(raw)
+	if err == nil {
+		var s Settings
+		if s, err = ApplyPatch(e.base, raw); err == nil {
+			e.patch = patch
+			return s, nil
+		}
+	}
+	e.log.Warn("ignoring persisted resilience settings patch", "key", SettingsKey, "error", err)
+	return e.base.Clone(), nil
+}
+
+// loadState restores every persisted breaker, window gate, cooldown and
+// lockout.
+func (e *Engine) loadState(ctx context.Context) error {
+	load := func(prefix string, fn func(rest string, value []byte) error) error {
+		kvs, err := e.store.Scan(ctx, prefix)
+		if err != nil {
+			return fmt.Errorf("engine: load %s*: %w", prefix, err)
+		}
+		for _, kv := range kvs {
+			if err := fn(strings.TrimPrefix(kv.Key, prefix), kv.Value); err != nil {
+				e.log.Warn("skipping unreadable state entry", "key", kv.Key, "error", err)
+			}
+		}
+		return nil
+	}
+	if err := load(keyBreaker, func(rest string, v []byte) error {
+		p, err := url.PathUnescape(rest)
+		if err != nil {
+			return err
+		}
+		var snap BreakerSnapshot
+		if err := json.Unmarshal(v, &snap); err != nil {
+			return err
+		}
+		e.providerFor(p, "")
+		e.breakers.Restore(p, snap)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := load(keyWindowGate, func(rest string, v []byte) error {
+		p, err := url.PathUnescape(rest)
+		if err != nil {
+			return err
+		}
+		var snap WindowGateSnapshot
+		if err := json.Unmarshal(v, &snap); err != nil {
+			return err
+		}
+		e.providerFor(p, "")
+		e.gate.Restore(p, snap)
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := load(keyCooldown, func(_ string, v []byte) error {
+		var st connState
+		if err := json.Unmarshal(v, &st); err != nil {
+			return err
+		}
+		if st.Provider == "" || st.Connection == "" {
+			return errors.New("cooldown entry without provider or connection")
+		}
+		e.cooldowns.restore(st)
+		return nil
+	}); err != nil {
+		return err
+	}
+	return load(keyLockout, func(_ string, v []byte) error {
+		var le lockEntry
+		if err := json.Unmarshal(v, &le); err != nil {
+			return err
+		}
+		if le.Provider == "" || le.Key == "" {
+			return errors.New("lockout entry without provider or model")
+		}
+		e.lockouts.restore(le)
+		return nil
+	})
+}
+
+// configureProvider applies settings s to provider ps's breaker and window
+// gate.
+func (e *Engine) configureProvider(ps *providerState, s *Settings) {
+	bs := s.CircuitBreaker.For(ps.profile)
+	cfg := BreakerConfig{
+		DegradationThreshold: bs.DegradationThreshold,
+		FailureThreshold:     bs.FailureThreshold,
+		Reset:                time.Duration(bs.ResetMS) * time.Millisecond,
+	}
+	if cfg.DegradationThreshold == 0 {
+		cfg.DegradationThreshold = DerivedDegradationThreshold(cfg.FailureThreshold)
+	}
+	e.breakers.Configure(ps.id, cfg)
+	e.gate.Configure(ps.id, DefaultWindowGateConfig(ps.profile))
+}
+
+// lookupProvider returns the state of provider, nil when it was never
+// configured nor seen. It allocates nothing.
+func (e *Engine) lookupProvider(provider string) *providerState {
+	if ps, ok := e.providers[provider]; ok {
+		return ps
+	}
+	e.extraMu.RLock()
+	ps := e.extra[provider]
+	e.extraMu.RUnlock()
+	return ps
+}
+
+// providerFor returns the state of provider, creating an unconfigured one
+// with profile (apikey when "") on first sight.
+func (e *Engine) providerFor(provider string, profile Profile) *providerState {
+	if ps := e.lookupProvider(provider); ps != nil {
+		return ps
+	}
+	if profile == "" {
+		profile = ProfileAPIKey
+	}
+	e.extraMu.Lock()
+	ps, ok := e.extra[provider]
+	if !ok {
+		ps = &providerState{id: provider, profile: profile, useHints: profile == ProfileAPIKey}
+		e.extra[provider] = ps
+	}
+	e.extraMu.Unlock()
+	if !ok {
+		e.configureProvider(ps, e.settings.Load())
+	}
+	return ps
+}
+
+// allProviders returns the configured providers in order, then the others.
+func (e *Engine) allProviders() []*providerState {
+	out := make([]*providerState, 0, len(e.order))
+	for _, id := range e.order {
+		out = append(out, e.providers[id])
+	}
+	e.extraMu.RLock()
+	for _, ps := range e.extra {
+		out = append(out, ps)
+	}
+	e.extraMu.RUnlock()
+	return out
+}
+
+// SetObserver installs the metrics hooks, replacing any earlier ones.
+func (e *Engine) SetObserver(o Observer) {
+	e.observer.Store(&o)
+}
+
+// obs returns the current observer (New installs an empty one).
+func (e *Engine) obs() *Observer { return e.observer.Load() }
+
+// Check reports whether target provider/connection/model is excluded from
+// routing now, and why. When every other layer allows it, it asks the
+// provider's breaker, which claims the HALF_OPEN probe for this caller.
+// When several layers exclude a target the open breaker is reported first,
+// then the window gate, a terminal or cooling connection, a model lockout.
+// An eligible target costs no store I/O and no allocation.
+func (e *Engine) Check(provider, connection, model string) (Exclusion, bool) {
+	return e.check(provider, connection, model, true)
+}
+
+// Peek is Check without claiming a breaker probe, for diagnostics.
+func (e *Engine) Peek(provider, connection, model string) (Exclusion, bool) {
+	return e.check(provider, connection, model, false)
+}
+
+func (e *Engine) check(provider, connection, model string, claim bool) (Exclusion, bool) {
+	now := e.clock.Now()
+	ex, excluded := e.localExclusion(provider, connection, model, now)
+	switch {
+	case excluded:
+		if bx, open := e.breakerExclusion(provider, now); open {
+			ex = bx
+		}
+	case claim:
+		if ok, retry := e.breakers.Allow(provider); !ok {
+			if ex, excluded = e.breakerExclusion(provider, now); !excluded {
+				ex, excluded = Exclusion{Reason: ExclusionCircuitOpen, Until: now.Add(retry)}, true
+			}
+		}
+	default:
+		ex, excluded = e.breakerExclusion(provider, now)
+	}
+	if excluded && claim {
+		if fn := e.obs().OnExclusion; fn != nil {
+			fn(ex.Reason)
+		}
+	}
+	return ex, excluded
+}
+
+// localExclusion checks every layer but the breaker.
+func (e *Engine) localExclusion(provider, connection, model string, now time.Time) (Exclusion, bool) {
+	if e.settings.Load().ProviderCooldown.Enabled {
+		if cooling, until := e.gate.Cooling(provider); cooling {
+			return Exclusion{Reason: ExclusionProviderCooldown, Until: until}, true
+		}
+	}
+	if ex, ok := e.cooldowns.check(provider, connection, now); ok {
+		return ex, true
+	}
+	var fams quotaFamilies
+	if ps := e.lookupProvider(provider); ps != nil {
+		fams = ps.families
+	}
+	return e.lockouts.check(provider, connection, model, fams, now)
+}
+
+// breakerExclusion reads the breaker without claiming a probe: OPEN
+// excludes until its retry time, HALF_OPEN with its probe taken until the
+// probe slot frees.
+func (e *Engine) breakerExclusion(provider string, now time.Time) (Exclusion, bool) {
+	snap := e.breakers.Peek(provider)
+	switch {
+	case snap.State == StateOpen:
+		return Exclusion{Reason: ExclusionCircuitOpen, Until: snap.RetryAt, Detail: string(snap.State)}, true
+	case snap.State == StateHalfOpen && !snap.ProbeAt.IsZero():
+		return Exclusion{Reason: ExclusionCircuitOpen, Until: snap.ProbeAt.Add(e.breakerReset(provider)), Detail: string(snap.State)}, true
+	}
+	return Exclusion{}, false
+}
+
+// breakerReset is the configured reset timeout of provider's breaker.
+func (e *Engine) breakerReset(provider string) time.Duration {
+	profile := ProfileAPIKey
+	if ps := e.lookupProvider(provider); ps != nil {
+		profile = ps.profile
+	}
+	return time.Duration(e.settings.Load().CircuitBreaker.For(profile).ResetMS) * time.Millisecond
+}
+
+// ProviderOpen reports whether provider's breaker refuses traffic (OPEN,
+// or HALF_OPEN with its probe in flight) and how long until it may allow a
+// request, for the provider_circuit_open answer. It claims nothing.
+func (e *Engine) ProviderOpen(provider string) (bool, time.Duration) {
+	now := e.clock.Now()
+	ex, open := e.breakerExclusion(provider, now)
+	if !open {
+		return false, 0
+	}
+	return true, max(ex.Until.Sub(now), 0)
+}
+
+// Classify turns a failed upstream attempt into an Outcome with the
+// engine's classifier.
+func (e *Engine) Classify(in ErrorInput) Outcome {
+	return e.classifier.Classify(in)
+}
+
+// RecordSuccess records a successful attempt: the breaker and the window
+// gate count a success, and the connection's error fields, backoff level
+// and rejection or expired streaks are cleared (a terminal state stays);
+// the model's lockouts decay. State that changed is written to the store
+// (errors are logged); a clean target does no I/O and allocates nothing.
+func (e *Engine) RecordSuccess(provider, connection, model string) {
+	e.breakers.RecordSuccess(provider)
+	ps := e.lookupProvider(provider)
+	s := e.settings.Load()
+	if s.ProviderCooldown.Enabled {
+		e.gate.RecordConnectionSuccess(provider, connection)
+	}
+	ctx := context.Background()
+	var errs []error
+	if ps != nil {
+		if ps.breakerDirty.Load() {
+			errs = append(errs, e.persistBreaker(ctx, ps))
+		}
+		if ps.gateDirty.Load() {
+			errs = append(errs, e.persistGate(ctx, ps))
+		}
+	}
+	if e.cooldowns.recordSuccess(provider, connection) {
+		errs = append(errs, e.persistConn(ctx, provider, connection))
+	}
+	var fams quotaFamilies
+	if ps != nil {
+		fams = ps.families
+	}
+	for _, k := range e.lockouts.recordSuccess(provider, connection, model, fams, e.clock) {
+		errs = append(errs, e.persistLock(ctx, k))
+	}
+	if err := errors.Join(errs...); err != nil {
+		e.log.Error("persisting state after a success failed", "provider", provider, "error", err)
+	}
+}
+
+// RecordFailure records a failed attempt: the breaker (when TripsBreaker),
+// the window gate (when provider_cooldown is enabled and the failure is a
+// retryable upstream failure), the connection cooldown and the model
+// lockout (when enabled and the status is one of error_codes, or a rule
+// scoped the failure to the model), and for an egress-bucketed provider
+// the connections sharing the failing one's egress (see egress.go). A
+// failure that does not trip the breaker frees a HALF_OPEN probe it may
+// hold. Client aborts and local errors touch nothing else. Every resulting state write is durable in the
+// Store before RecordFailure returns; the error joins the failed writes
+// (the in-memory state has changed regardless).
+func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
+	if o.Success {
+		return nil
+	}
+	ps := e.providerFor(o.Provider, o.Profile)
+	o = egressScope(ps, o)
+	if !TripsBreaker(o) {
+		e.breakers.ReleaseProbe(o.Provider)
+	}
+	switch o.Reason {
+	case ReasonNone, ReasonClientAbort, ReasonLocalError:
+		return nil
+	}
+	s := e.settings.Load()
+	now := e.clock.Now()
+	ob := e.obs()
+	var errs []error
+
+	if TripsBreaker(o) {
+		e.breakers.RecordFailure(o.Provider, o)
+		errs = append(errs, e.persistBreaker(ctx, ps))
+	}
+	if s.ProviderCooldown.Enabled && countsForWindowGate(o) {
+		e.gate.RecordFailure(o.Provider, o.Connection)
+		errs = append(errs, e.persistGate(ctx, ps))
+	}
+
+	eff, changed := e.cooldowns.recordFailure(o, e.cooldownPolicy(ps, o.Connection, s), now)
+	if changed {
+		errs = append(errs, e.persistConn(ctx, o.Provider, o.Connection))
+	}
+	switch {
+	case eff.terminal != "":
+		e.log.Warn("connection entered a terminal state", "provider", o.Provider,
+			"connection", o.Connection, "state", string(eff.terminal), "reason", string(o.Reason))
+		if ob.OnTerminal != nil {
+			ob.OnTerminal(o.Provider, o.Connection, string(eff.terminal))
+		}
+	case eff.cooled > 0 && ob.OnCooldown != nil:
+		ob.OnCooldown(o.Provider, o.Connection, string(o.Reason), eff.cooled)
+	}
+
+	errs = append(errs, e.coolEgressSiblings(ctx, ps, o, now))
+
+	if lockoutApplies(o, &s.ModelLockout) && !egressLocksConnection(ps, o) {
+		key, family := lockoutKeyFor(o, ps.families)
+		_, d, changed := e.lockouts.recordFailure(o, key, family, newLockoutPolicy(s.ModelLockout), now)
+		if changed {
+			errs = append(errs, e.persistLock(ctx, lockKey{o.Provider, o.Connection, key}))
+		}
+		if d > 0 && ob.OnLockout != nil {
+			ob.OnLockout(o.Provider, o.Connection, key, string(o.Reason), d)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// countsForWindowGate reports whether a failure counts toward the §1b
+// provider cooldown window: a retryable upstream failure that is not a
+// busy account (concurrency-limited) and not narrowed to one model.
+func countsForWindowGate(o Outcome) bool {
+	return o.Retryable && o.Reason != ReasonConcurrencyLimited && o.Scope != ScopeModel
+}
+
+// cooldownPolicy assembles the connection cooldown rules of a connection.
+func (e *Engine) cooldownPolicy(ps *providerState, connection string, s *Settings) cooldownPolicy {
+	cs := s.ConnectionCooldown.For(ps.profile)
+	return cooldownPolicy{
+		base:           time.Duration(cs.BaseMS) * time.Millisecond,
+		maxLevel:       cs.MaxBackoffLevel,
+		useHints:       ps.useHints,
+		disableCooling: ps.disableCooling[connection],
+		stallCooldown:  s.StreamStallCooldown.Enabled,
+	}
+}
+
+// onBreakerChange is the breakers' OnChange hook: it marks the breaker for
+// the next write (never writing itself, so that Check stays I/O-free) and
+// reports transitions to the observer.
+func (e *Engine) onBreakerChange(provider string, _ BreakerSnapshot, t *BreakerTransition) {
+	e.providerFor(provider, "").breakerDirty.Store(true)
+	if t != nil {
+		if fn := e.obs().OnBreakerTransition; fn != nil {
+			fn(provider, string(t.From), string(t.To))
+		}
+	}
+}
+
+// onGateChange is the window gate's OnChange hook; see onBreakerChange.
+func (e *Engine) onGateChange(provider string, _ WindowGateSnapshot) {
+	e.providerFor(provider, "").gateDirty.Store(true)
+}
+
+// Settings returns the current settings.
+func (e *Engine) Settings() Settings {
+	return e.settings.Load().Clone()
+}
+
+// CurrentSettings returns the live settings without copying, for the
+// request hot path. The value is shared and must not be modified; an
+// update replaces it as a whole, so a caller keeps a consistent view.
+func (e *Engine) CurrentSettings() *Settings {
+	return e.settings.Load()
+}
+
+// UpdateSettings applies a JSON merge patch to the current settings (see
+// ApplyPatch), persists the accumulated patch under SettingsKey and
+// reconfigures the breakers. Precedence: Options.Settings < every patch
+// applied so far (a null member drops its override, back to
+// Options.Settings). An invalid patch returns an error wrapping
+// ErrInvalidSettings; a store failure any other error; either way the
+// current settings are unchanged and returned.
+func (e *Engine) UpdateSettings(ctx context.Context, patch []byte) (Settings, error) {
+	e.settingsMu.Lock()
+	defer e.settingsMu.Unlock()
+	cur := e.settings.Load()
+	if _, err := ApplyPatch(*cur, patch); err != nil {
+		return cur.Clone(), err
+	}
+	p, err := parsePatch(patch)
+	if err != nil {
+		return cur.Clone(), err
+	}
+	acc := mergePatch(e.patch, p)
+	raw, err := json.Marshal(acc)
+	if err != nil {
+		return cur.Clone(), fmt.Errorf("encode settings patch: %w", err)
+	}
+	next, err := ApplyPatch(e.base, raw)
+	if err != nil {
+		return cur.Clone(), err
+	}
+	if err := e.store.Put(ctx, SettingsKey, raw, 0); err != nil {
+		return cur.Clone(), fmt.Errorf("persist resilience settings: %w", err)
+	}
+	e.patch = acc
+	e.settings.Store(&next)
+	for _, ps := range e.allProviders() {
+		e.configureProvider(ps, &next)
+	}
+	return next.Clone(), nil
+}
+
+// persist writes the current state of key, produced by snap under the
+// key's write lock (so a later write never carries older state): snap
+// returns the value and its TTL, or ok false to delete the key.
+func (e *Engine) persist(ctx context.Context, key string, snap func() (value []byte, ttl time.Duration, ok bool, err error)) error {
+	mu := &e.writeLocks[stripe(key)]
+	mu.Lock()
+	defer mu.Unlock()
+	v, ttl, ok, err := snap()
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", key, err)
+	}
+	if !ok {
+		if err := e.store.Delete(ctx, key); err != nil {
+			return fmt.Errorf("delete %s: %w", key, err)
+		}
+		return nil
+	}
+	if err := e.store.Put(ctx, key, v, ttl); err != nil {
+		return fmt.Errorf("write %s: %w", key, err)
+	}
+	return nil
+}
+
+func (e *Engine) persistBreaker(ctx context.Context, ps *providerState) error {
+	ps.breakerDirty.Store(false)
+	return e.persist(ctx, keyBreaker+url.PathEscape(ps.id), func() ([]byte, time.Duration, bool, error) {
+		v, err := json.Marshal(e.breakers.Peek(ps.id))
+		return v, 0, true, err
+	})
+}
+
+func (e *Engine) persistGate(ctx context.Context, ps *providerState) error {
+	ps.gateDirty.Store(false)
+	return e.persist(ctx, keyWindowGate+url.PathEscape(ps.id), func() ([]byte, time.Duration, bool, error) {
+		snap := e.gate.Snapshot(ps.id)
+		if snap.CoolingUntil.IsZero() && len(snap.Failures) == 0 && len(snap.Connections) == 0 {
+			return nil, 0, false, nil
+		}
+		v, err := json.Marshal(snap)
+		return v, 0, true, err
+	})
+}
+
+func (e *Engine) persistConn(ctx context.Context, provider, connection string) error {
+	key := keyCooldown + url.PathEscape(provider) + "/" + url.PathEscape(connection)
+	return e.persist(ctx, key, func() ([]byte, time.Duration, bool, error) {
+		st, ok := e.cooldowns.get(provider, connection)
+		if !ok {
+			return nil, 0, false, nil
+		}
+		v, err := json.Marshal(st)
+		return v, st.storeTTL(e.clock.Now()), true, err
+	})
+}
+
+func (e *Engine) persistLock(ctx context.Context, k lockKey) error {
+	key := keyLockout + url.PathEscape(k.provider) + "/" + url.PathEscape(k.connection) + "/" + url.PathEscape(k.model)
+	return e.persist(ctx, key, func() ([]byte, time.Duration, bool, error) {
+		le, ok := e.lockouts.get(k)
+		if !ok {
+			return nil, 0, false, nil
+		}
+		v, err := json.Marshal(le)
+		pol := newLockoutPolicy(e.settings.Load().ModelLockout)
+		return v, le.storeTTL(e.clock.Now(), pol), true, err
+	})
+}
+
+// stripe picks the write lock of key (FNV-1a).
+func stripe(key string) int {
+	h := uint32(2166136261)
+	for i := 0; i < len(key); i++ {
+		h ^= uint32(key[i])
+		h *= 16777619
+	}
+	return int(h % 64)
+}

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"strconv"
+	"testing"
+	"time"
+)
+
+func TestParseResetText(t *testing.T) {
+	tests := []struct {
+		body string
+		want time.Duration
+		ok   bool
+	}{
+		// The spec's examples (docs/resilience.md §2, §7).
+		{"reset after 2h30m14s", 9_014_000 * time.Millisecond, true},
+		{"45m", 2_700_000 * time.Millisecond, true},
+		{"Your quota will reset after 45m.", 2_700_000 * time.Millisecond, true},
+		{"Usage limit reached. Resets in 164h27m24s", (164*3600 + 27*60 + 24) * time.Second, true},
+		{"Rate limited, retry after 20s", 20 * time.Second, true},
+		{"Rate limit reached for gpt-4o. Please try again in 1.5s.", 1500 * time.Millisecond, true},
+		{`{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay": "86399s"}]}}`, 86399 * time.Second, true},
+		{`{"retryDelay":"0.5s"}`, 500 * time.Millisecond, true},
+		// More shapes.
+		{"Please try again in 6m0s.", 6 * time.Minute, true},
+		{"Please try again in 20ms.", 20 * time.Millisecond, true},
+		{"RETRY AFTER 30 SECONDS", 30 * time.Second, true},
+		{"retry after 20", 20 * time.Second, true},
+		{"retry in 2 hours 30 minutes", 150 * time.Minute, true},
+		{"resets in 1d2h", 26 * time.Hour, true},
+		{`{"retry_after": 12}`, 12 * time.Second, true},
+		{`{"retry_after_ms": 250}`, 250 * time.Millisecond, true},
+		{"limit resets after 5min30s", 330 * time.Second, true},
+		// Capped at 30 days.
+		{"resets in 999h", MaxRetryHint, true},
+		{"retry after 99999999999999999999999d", MaxRetryHint, true},
+		// Nothing to find.
+		{"", 0, false},
+		{"rate limit exceeded", 0, false},
+		{"please retry after some time", 0, false},
+		{"model gpt-4o 45m tokens", 0, false},
+		{"retry after .", 0, false},
+		{"<html>502 Bad Gateway</html>", 0, false},
+	}
+	for _, tt := range tests {
+		got, ok := ParseResetText(tt.body)
+		if got != tt.want || ok != tt.ok {
+			t.Errorf("ParseResetText(%q) = %v, %v; want %v, %v", tt.body, got, ok, tt.want, tt.ok)
+		}
+	}
+}
+
+func TestParseRetryHint(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	epoch := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
+	tests := []struct {
+		name    string
+		headers map[string]string
+		body    string
+		now     time.Time
+		want    time.Duration
+		source  string
+		ok      bool
+	}{
+		{"retry-after-ms", map[string]string{"retry-after-ms": "1500"}, "", now, 1500 * time.Millisecond, "retry-after-ms", true},
+		{"retry-after-ms wins", map[string]string{"retry-after-ms": "250", "retry-after": "9"}, "retry after 99s", now, 250 * time.Millisecond, "retry-after-ms", true},
+		{"bad retry-after-ms falls through", map[string]string{"retry-after-ms": "soon", "retry-after": "9"}, "", now, 9 * time.Second, "retry-after", true},
+		{"retry-after seconds", map[string]string{"retry-after": "30"}, "", now, 30 * time.Second, "retry-after", true},
+		{"retry-after zero", map[string]string{"retry-after": "0"}, "", now, 0, "retry-after", true},
+		{"retry-after http date", map[string]string{"retry-after": "Sun, 01 Jun 2025 12:02:00 GMT"}, "", now, 2 * time.Minute, "retry-after", true},
+		{"retry-after past date", map[string]string{"retry-after": "Sun, 01 Jun 2025 11:00:00 GMT"}, "", now, 0, "retry-after", true},
+		{"retry-after rfc850", map[string]string{"retry-after": "Sunday, 01-Jun-25 12:00:30 GMT"}, "", now, 30 * time.Second, "retry-after", true},
+		{"retry-after date without now", map[string]string{"retry-after": "Sun, 01 Jun 2025 12:02:00 GMT"}, "", time.Time{}, 0, "", false},
+		{"retry-after capped", map[string]string{"retry-after": "99999999"}, "", now, MaxRetryHint, "retry-after", true},
+		{"retry-after negative ignored", map[string]string{"retry-after": "-5"}, "", now, 0, "", false},
+		{"retry-after wins over reset", map[string]string{"retry-after": "7", "x-ratelimit-reset": "60"}, "", now, 7 * time.Second, "retry-after", true},
+		{"reset seconds", map[string]string{"x-ratelimit-reset": "42"}, "", now, 42 * time.Second, "x-ratelimit-reset", true},
+		{"reset epoch seconds", map[string]string{"x-ratelimit-reset": epoch(90 * time.Second)}, "", now, 90 * time.Second, "x-ratelimit-reset", true},
+		{"reset epoch past", map[string]string{"x-ratelimit-reset": epoch(-time.Hour)}, "", now, 0, "x-ratelimit-reset", true},
+		{"reset epoch ms", map[string]string{"x-ratelimit-reset": strconv.FormatInt(now.Add(1500*time.Millisecond).UnixMilli(), 10)}, "", now, 1500 * time.Millisecond, "x-ratelimit-reset", true},
+		{"reset epoch without now", map[string]string{"x-ratelimit-reset": epoch(90 * time.Second)}, "", time.Time{}, 0, "", false},
+		{"reset rfc3339", map[string]string{"x-ratelimit-reset": "2025-06-01T12:00:10Z"}, "", now, 10 * time.Second, "x-ratelimit-reset", true},
+		{"openai duration text, largest", map[string]string{
+			"x-ratelimit-reset-requests": "1s", "x-ratelimit-reset-tokens": "6m0s",
+		}, "", now, 6 * time.Minute, "x-ratelimit-reset", true},
+		{"openai only the exhausted limit", map[string]string{
+			"x-ratelimit-reset-requests": "20ms", "x-ratelimit-remaining-requests": "0",
+			"x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "1500",
+		}, "", now, 20 * time.Millisecond, "x-ratelimit-reset", true},
+		{"limits not hit: resets ignored, body used", map[string]string{
+			"x-ratelimit-reset-requests": "20ms", "x-ratelimit-remaining-requests": "3",
+			"x-ratelimit-reset-tokens": "6m0s", "x-ratelimit-remaining-tokens": "1500",
+		}, "Please try again in 2s.", now, 2 * time.Second, "body", true},
+		{"bad reset ignored", map[string]string{"x-ratelimit-reset": "later"}, "", now, 0, "", false},
+		{"body", nil, "reset after 2h30m14s", now, 9_014_000 * time.Millisecond, "body", true},
+		{"body capped", nil, "resets in 800h", now, MaxRetryHint, "body", true},
+		{"nothing", map[string]string{"content-type": "application/json"}, `{"error":"bad"}`, now, 0, "", false},
+	}
+	for _, tt := range tests {
+		d, source, ok := ParseRetryHint(tt.headers, tt.body, tt.now)
+		if d != tt.want || source != tt.source || ok != tt.ok {
+			t.Errorf("%s: ParseRetryHint = %v, %q, %v; want %v, %q, %v", tt.name, d, source, ok, tt.want, tt.source, tt.ok)
+		}
+	}
+}
+
+func FuzzParseResetText(f *testing.F) {
+	for _, s := range []string{"reset after 2h30m14s", "45m", "retry after 1.5.5s", "retryDelay: \"9s\"", "İİ 45m"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		d, ok := ParseResetText(body)
+		if d < 0 || d > MaxRetryHint || (!ok && d != 0) {
+			t.Fatalf("ParseResetText(%q) = %v, %v", body, d, ok)
+		}
+	})
+}

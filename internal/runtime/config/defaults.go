@@ -1,0 +1,197 @@
+package config
+
+import "slices"
+
+// Provider kinds (wire formats).
+const (
+	KindOpenAI    = "openai"
+	KindAnthropic = "anthropic"
+)
+
+// Provider profiles; a profile picks the resilience defaults.
+const (
+	ProfileAPIKey = "apikey"
+	ProfileOAuth  = "oauth"
+	ProfileLocal  = "local"
+)
+
+// State store backends.
+const (
+	BackendBadger = "badger"
+	BackendMemory = "memory"
+	BackendRedis  = "redis"
+)
+
+// Defaults of the server, state and policies sections.
+const (
+	DefaultListen             = "127.0.0.1:8080"
+	DefaultMaxRequestBytes    = 10485760
+	DefaultConnectTimeoutMS   = 10000
+	DefaultFirstByteTimeoutMS = 120000
+	DefaultIdleTimeoutMS      = 60000
+	DefaultBackend            = BackendBadger
+	DefaultStatePath          = "./data"
+	DefaultPoliciesDir        = "./policies.d"
+	DefaultStrategy           = "priority"
+)
+
+// kinds lists the accepted provider kinds. The lists below are read-only.
+var kinds = []string{KindOpenAI, KindAnthropic}
+
+// profiles lists the accepted provider profiles.
+var profiles = []string{ProfileAPIKey, ProfileOAuth, ProfileLocal}
+
+// backends lists the accepted state backends.
+var backends = []string{BackendBadger, BackendMemory, BackendRedis}
+
+// strategies lists the routing strategy names of docs/resilience.md §13.
+var strategies = []string{
+	"priority", "weighted", "round-robin", "fill-first", "p2c", "random",
+	"strict-random", "least-used", "cost-optimized", "reset-aware",
+	"reset-window", "headroom", "quota-weighted", "lkgp", "context-optimized",
+	"cache-optimized", "context-relay", "auto", "fusion", "pipeline",
+}
+
+// defaultBreakers are the circuit breaker thresholds per profile (§1). A zero
+// DegradationThreshold is derived: ceil(60% of FailureThreshold).
+func defaultBreakers() map[string]BreakerProfile {
+	return map[string]BreakerProfile{
+		ProfileAPIKey: {DegradationThreshold: 7, FailureThreshold: 12, ResetMS: 30000},
+		ProfileOAuth:  {DegradationThreshold: 5, FailureThreshold: 8, ResetMS: 60000},
+		ProfileLocal:  {FailureThreshold: 2, ResetMS: 15000},
+	}
+}
+
+// defaultCooldowns are the connection cooldown settings per profile (§2).
+func defaultCooldowns() map[string]CooldownProfile {
+	return map[string]CooldownProfile{
+		ProfileAPIKey: {BaseMS: 3000, MaxBackoffLevel: 5},
+		ProfileOAuth:  {BaseMS: 5000, MaxBackoffLevel: 8},
+		ProfileLocal:  {BaseMS: 2000, MaxBackoffLevel: 3},
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// DefaultResilience returns every resilience default of docs/resilience.md, as
+// written in docs/api.md's resilience block. Each call returns a fresh value.
+func DefaultResilience() Resilience {
+	var r Resilience
+	applyResilienceDefaults(&r)
+	return r
+}
+
+// ApplyDefaults fills every unset (zero or nil) setting of c with its default,
+// in place. It is idempotent. Per-profile maps keep defaults for the profiles
+// not mentioned and for their zero fields. Not safe for concurrent use with
+// other access to c.
+func ApplyDefaults(c *Config) {
+	s := &c.Server
+	setDefault(&s.Listen, DefaultListen)
+	setDefault(&s.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&s.ConnectTimeoutMS, DefaultConnectTimeoutMS)
+	setDefault(&s.FirstByteTimeoutMS, DefaultFirstByteTimeoutMS)
+	setDefault(&s.IdleTimeoutMS, DefaultIdleTimeoutMS)
+
+	setDefault(&c.State.Backend, DefaultBackend)
+	setDefault(&c.State.Path, DefaultStatePath)
+	setDefault(&c.Policies.Dir, DefaultPoliciesDir)
+
+	for i := range c.Providers {
+		p := &c.Providers[i]
+		setDefault(&p.Profile, ProfileAPIKey)
+		if p.UseUpstreamRetryHints == nil {
+			p.UseUpstreamRetryHints = boolPtr(p.Profile == ProfileAPIKey)
+		}
+	}
+	for i := range c.Combos {
+		setDefault(&c.Combos[i].Strategy, DefaultStrategy)
+	}
+	applyResilienceDefaults(&c.Resilience)
+}
+
+func setDefault[T comparable](p *T, def T) {
+	var zero T
+	if *p == zero {
+		*p = def
+	}
+}
+
+func setDefaultBool(p **bool, def bool) {
+	if *p == nil {
+		*p = boolPtr(def)
+	}
+}
+
+func applyResilienceDefaults(r *Resilience) {
+	if r.CircuitBreaker == nil {
+		r.CircuitBreaker = make(map[string]BreakerProfile)
+	}
+	for name, def := range defaultBreakers() {
+		b := r.CircuitBreaker[name]
+		setDefault(&b.FailureThreshold, def.FailureThreshold)
+		setDefault(&b.ResetMS, def.ResetMS)
+		if b.DegradationThreshold == 0 {
+			b.DegradationThreshold = def.DegradationThreshold
+			if b.DegradationThreshold == 0 || b.DegradationThreshold >= b.FailureThreshold {
+				b.DegradationThreshold = DerivedDegradationThreshold(b.FailureThreshold)
+			}
+		}
+		r.CircuitBreaker[name] = b
+	}
+
+	if r.ConnectionCooldown == nil {
+		r.ConnectionCooldown = make(map[string]CooldownProfile)
+	}
+	for name, def := range defaultCooldowns() {
+		cd := r.ConnectionCooldown[name]
+		setDefault(&cd.BaseMS, def.BaseMS)
+		setDefault(&cd.MaxBackoffLevel, def.MaxBackoffLevel)
+		r.ConnectionCooldown[name] = cd
+	}
+
+	setDefaultBool(&r.StreamStallCooldown.Enabled, false)
+
+	ml := &r.ModelLockout
+	if ml.ErrorCodes == nil {
+		ml.ErrorCodes = []int{403, 404, 429, 502, 503, 504}
+	}
+	setDefault(&ml.BaseCooldownMS, 120000)
+	setDefault(&ml.MaxCooldownMS, 1800000)
+	setDefault(&ml.MaxBackoffSteps, 10)
+	setDefaultBool(&ml.UseExponentialBackoff, true)
+
+	cw := &r.ComboCooldownWait
+	setDefaultBool(&cw.Enabled, true)
+	setDefault(&cw.MaxWaitMS, 5000)
+	setDefault(&cw.MaxAttempts, 2)
+	setDefault(&cw.BudgetMS, 8000)
+
+	rq := &r.RequestQueue
+	setDefault(&rq.MaxWaitMS, 30000)
+	setDefault(&rq.ExecutionMaxWaitMS, 600000)
+	setDefaultBool(&rq.AutoEnableAPIKeyProviders, true)
+
+	setDefaultBool(&r.QuotaShareConcurrencyLimit.Enabled, true)
+
+	tw := &r.StreamRecovery.ThroughputWatchdog
+	setDefault(&tw.WarmupMS, 5000)
+	setDefault(&tw.WindowMS, 10000)
+	setDefault(&tw.MinUsefulBytesPerSecond, 8)
+	setDefault(&tw.MinUsefulBytes, 64)
+
+	setDefault(&r.MaxAttemptsPerRequest, 10)
+}
+
+// DerivedDegradationThreshold returns the degraded threshold derived from an
+// open threshold, ceil(60% of failureThreshold) as docs/resilience.md §1 says for
+// the local profile (2 for the default of 2: no separate degraded stage).
+// The engine's normalisation may clamp it further.
+func DerivedDegradationThreshold(failureThreshold int) int {
+	if failureThreshold <= 0 {
+		return 0
+	}
+	return (failureThreshold*6 + 9) / 10
+}
+
+func oneOf(v string, set []string) bool { return slices.Contains(set, v) }

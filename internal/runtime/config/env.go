@@ -1,0 +1,217 @@
+package config
+
+import (
+	"fmt"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// EnvPrefix starts the name of every environment override.
+const EnvPrefix = "BREAKWATER_"
+
+// envSections are the config sections whose settings have env overrides.
+var envSections = []string{"server", "state", "policies", "resilience"}
+
+// envTarget is one environment override: the variable and the field it sets.
+type envTarget struct {
+	name  string
+	path  string
+	steps []envStep
+}
+
+// envStep is one step from the Config root to a field: a struct field index,
+// or a key of a per-profile map.
+type envStep struct {
+	field int
+	key   string
+	isKey bool
+}
+
+// EnvVars lists, sorted, the names of every environment override Parse and
+// Load honour: BREAKWATER_<SECTION>_<KEY> for each scalar setting of the
+// server, state, policies and resilience sections (nested blocks and
+// per-profile map entries join with underscores, e.g.
+// BREAKWATER_RESILIENCE_CONNECTION_COOLDOWN_OAUTH_BASE_MS), plus
+// BREAKWATER_CIRCUIT_BREAKER_<PROFILE>_<KEY> of docs/resilience.md §1.
+func EnvVars() []string {
+	var names []string
+	for _, t := range envTargets() {
+		names = append(names, t.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// envTargets derives the overrides from the yaml tags of Config. The spec's
+// BREAKWATER_CIRCUIT_BREAKER_* names come last so they win over the
+// BREAKWATER_RESILIENCE_CIRCUIT_BREAKER_* spelling.
+func envTargets() []envTarget {
+	var out []envTarget
+	root := reflect.TypeFor[Config]()
+	for i := range root.NumField() {
+		name := yamlName(root.Field(i))
+		if !slices.Contains(envSections, name) {
+			continue
+		}
+		collectEnv(root.Field(i).Type, EnvPrefix+strings.ToUpper(name), name,
+			[]envStep{{field: i}}, &out)
+	}
+	const cbPath = "resilience.circuit_breaker."
+	for _, t := range out {
+		if strings.HasPrefix(t.path, cbPath) {
+			t.name = strings.Replace(t.name, EnvPrefix+"RESILIENCE_", EnvPrefix, 1)
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+func collectEnv(t reflect.Type, name, path string, steps []envStep, out *[]envTarget) {
+	switch {
+	case isEnvScalar(t):
+		*out = append(*out, envTarget{name: name, path: path, steps: steps})
+	case t.Kind() == reflect.Struct:
+		for i := range t.NumField() {
+			y := yamlName(t.Field(i))
+			if y == "" {
+				continue
+			}
+			collectEnv(t.Field(i).Type, name+"_"+strings.ToUpper(y), path+"."+y,
+				append(slices.Clip(steps), envStep{field: i}), out)
+		}
+	case t.Kind() == reflect.Map && t.Key().Kind() == reflect.String && t.Elem().Kind() == reflect.Struct:
+		// Per-profile maps (circuit_breaker, connection_cooldown).
+		for _, p := range profiles {
+			collectEnv(t.Elem(), name+"_"+strings.ToUpper(p), path+"."+p,
+				append(slices.Clip(steps), envStep{key: p, isKey: true}), out)
+		}
+	}
+}
+
+// isEnvScalar reports whether a field of type t can be set from one
+// environment variable. Lists of integers are comma-separated.
+func isEnvScalar(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Float64:
+		return true
+	case reflect.Pointer:
+		return t.Elem().Kind() == reflect.Bool
+	case reflect.Slice:
+		return t.Elem().Kind() == reflect.Int
+	}
+	return false
+}
+
+// applyEnv applies every set, non-empty override to c, recording errors and
+// the variable as the source of each overridden value.
+func (d *decoder) applyEnv(c *Config) {
+	root := reflect.ValueOf(c).Elem()
+	for _, t := range envTargets() {
+		raw, ok := d.lookupEnv(t.name)
+		if !ok || raw == "" {
+			continue
+		}
+		err := setAt(root, t.steps, func(v reflect.Value) error { return d.setFromEnv(v, raw) })
+		if err != nil {
+			d.bad[t.path] = true
+			d.errs = append(d.errs, FieldError{
+				Path:    t.path,
+				Message: fmt.Sprintf("environment variable %s: %v", t.name, err),
+			})
+			continue
+		}
+		d.pos[t.path] = position{env: t.name}
+	}
+}
+
+// setAt walks steps from v and calls set on the field reached, creating
+// per-profile map entries as needed.
+func setAt(v reflect.Value, steps []envStep, set func(reflect.Value) error) error {
+	if len(steps) == 0 {
+		return set(v)
+	}
+	s := steps[0]
+	if !s.isKey {
+		return setAt(v.Field(s.field), steps[1:], set)
+	}
+	if v.IsNil() {
+		v.Set(reflect.MakeMap(v.Type()))
+	}
+	key := reflect.ValueOf(s.key).Convert(v.Type().Key())
+	elem := reflect.New(v.Type().Elem()).Elem()
+	if old := v.MapIndex(key); old.IsValid() {
+		elem.Set(old)
+	}
+	if err := setAt(elem, steps[1:], set); err != nil {
+		return err
+	}
+	v.SetMapIndex(key, elem)
+	return nil
+}
+
+// setFromEnv parses raw into v by v's type. Errors never include a secret.
+func (d *decoder) setFromEnv(v reflect.Value, raw string) error {
+	if v.Type() == secretType {
+		val, err := d.resolveSecret(raw)
+		if err != nil {
+			return err
+		}
+		v.SetString(val)
+		return nil
+	}
+	switch v.Kind() {
+	case reflect.String:
+		v.SetString(raw)
+	case reflect.Bool:
+		b, err := parseEnvBool(raw)
+		if err != nil {
+			return err
+		}
+		v.SetBool(b)
+	case reflect.Pointer:
+		b, err := parseEnvBool(raw)
+		if err != nil {
+			return err
+		}
+		v.Set(reflect.ValueOf(&b))
+	case reflect.Int, reflect.Int64:
+		i, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+		if err != nil || v.OverflowInt(i) {
+			return fmt.Errorf("expected an integer (got %q)", raw)
+		}
+		v.SetInt(i)
+	case reflect.Float64:
+		f, err := strconv.ParseFloat(strings.TrimSpace(raw), 64)
+		if err != nil {
+			return fmt.Errorf("expected a number (got %q)", raw)
+		}
+		v.SetFloat(f)
+	case reflect.Slice:
+		parts := strings.Split(raw, ",")
+		s := reflect.MakeSlice(v.Type(), 0, len(parts))
+		for _, p := range parts {
+			i, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
+			if err != nil {
+				return fmt.Errorf("expected comma-separated integers (got %q)", raw)
+			}
+			s = reflect.Append(s, reflect.ValueOf(int(i)))
+		}
+		v.Set(s)
+	default:
+		return fmt.Errorf("unsupported field type %s", v.Type())
+	}
+	return nil
+}
+
+// parseEnvBool accepts true/false, 1/0, yes/no and on/off, in any case.
+func parseEnvBool(raw string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(raw)) {
+	case "true", "1", "yes", "on":
+		return true, nil
+	case "false", "0", "no", "off":
+		return false, nil
+	}
+	return false, fmt.Errorf("expected a boolean: true or false (got %q)", raw)
+}

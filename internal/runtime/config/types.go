@@ -1,0 +1,229 @@
+package config
+
+// Config is the whole gateway configuration, in the shape of docs/api.md.
+// Field names map to snake_case YAML keys.
+type Config struct {
+	Server     Server     `yaml:"server" json:"server"`
+	State      State      `yaml:"state" json:"state"`
+	Providers  []Provider `yaml:"providers" json:"providers"`
+	Combos     []Combo    `yaml:"combos" json:"combos"`
+	Keys       []Key      `yaml:"keys" json:"keys"`
+	Resilience Resilience `yaml:"resilience" json:"resilience"`
+	Policies   Policies   `yaml:"policies" json:"policies"`
+	Plugins    []Plugin   `yaml:"plugins" json:"plugins"`
+}
+
+// Server configures the listener and the admin API.
+type Server struct {
+	Listen          string `yaml:"listen" json:"listen"`
+	AdminToken      Secret `yaml:"admin_token" json:"-"`
+	MaxRequestBytes int64  `yaml:"max_request_bytes" json:"max_request_bytes"`
+	// Upstream client timeouts, in milliseconds (0 = default).
+	ConnectTimeoutMS   int64 `yaml:"connect_timeout_ms" json:"connect_timeout_ms"`
+	FirstByteTimeoutMS int64 `yaml:"first_byte_timeout_ms" json:"first_byte_timeout_ms"`
+	IdleTimeoutMS      int64 `yaml:"idle_timeout_ms" json:"idle_timeout_ms"`
+}
+
+// State selects the state store backend.
+type State struct {
+	Backend  string `yaml:"backend" json:"backend"`
+	Path     string `yaml:"path" json:"path"`
+	RedisURL Secret `yaml:"redis_url" json:"-"`
+}
+
+// Provider is one upstream service.
+type Provider struct {
+	ID                    string              `yaml:"id" json:"id"`
+	Kind                  string              `yaml:"kind" json:"kind"`
+	Profile               string              `yaml:"profile" json:"profile"`
+	BaseURL               string              `yaml:"base_url" json:"base_url"`
+	Models                []string            `yaml:"models" json:"models"`
+	QuotaFamilies         map[string][]string `yaml:"quota_families" json:"quota_families,omitempty"`
+	EgressBucketed        bool                `yaml:"egress_bucketed" json:"egress_bucketed"`
+	UseUpstreamRetryHints *bool               `yaml:"use_upstream_retry_hints" json:"use_upstream_retry_hints,omitempty"`
+	Connections           []Connection        `yaml:"connections" json:"connections"`
+}
+
+// Connection is one account / key of a provider.
+type Connection struct {
+	ID                  string             `yaml:"id" json:"id"`
+	APIKey              Secret             `yaml:"api_key" json:"-"`
+	MaxConcurrent       int                `yaml:"max_concurrent" json:"max_concurrent"`
+	RateLimitProtection bool               `yaml:"rate_limit_protection" json:"rate_limit_protection"`
+	DisableCooling      bool               `yaml:"disable_cooling" json:"disable_cooling"`
+	LocalAddress        string             `yaml:"local_address" json:"local_address,omitempty"`
+	ProxyURL            Secret             `yaml:"proxy_url" json:"-"`
+	RateLimitOverrides  RateLimitOverrides `yaml:"rate_limit_overrides" json:"rate_limit_overrides"`
+	ProviderSpecific    ProviderSpecific   `yaml:"provider_specific" json:"provider_specific"`
+}
+
+// RateLimitOverrides are per-connection admission overrides.
+type RateLimitOverrides struct {
+	MaxConcurrent      int            `yaml:"max_concurrent" json:"max_concurrent"`
+	ModelConcurrency   map[string]int `yaml:"model_concurrency" json:"model_concurrency,omitempty"`
+	MaxWaitMS          int64          `yaml:"max_wait_ms" json:"max_wait_ms"`
+	ExecutionMaxWaitMS int64          `yaml:"execution_max_wait_ms" json:"execution_max_wait_ms"`
+	MaxQueueDepth      int            `yaml:"max_queue_depth" json:"max_queue_depth"`
+}
+
+// ProviderSpecific holds per-connection provider features.
+type ProviderSpecific struct {
+	LowPriorityMode  bool   `yaml:"low_priority_mode" json:"low_priority_mode"`
+	AutoLimitReset   bool   `yaml:"auto_limit_reset" json:"auto_limit_reset"`
+	OrganizationUUID string `yaml:"organization_uuid" json:"organization_uuid,omitempty"`
+}
+
+// Combo is a named virtual model routing over targets.
+type Combo struct {
+	Name        string   `yaml:"name" json:"name"`
+	Strategy    string   `yaml:"strategy" json:"strategy"`
+	StickyLimit int      `yaml:"sticky_limit" json:"sticky_limit"`
+	Targets     []Target `yaml:"targets" json:"targets"`
+	// Mode of a child combo used as a target of another combo: "flatten"
+	// (default: its leaves join the parent) or "execute" (the child runs
+	// as one target with its own strategy).
+	Mode string `yaml:"mode" json:"mode,omitempty"`
+	// Judge is the target (provider/model or combo) that synthesises the
+	// panel's answers of a fusion combo; required for fusion.
+	Judge string `yaml:"judge" json:"judge,omitempty"`
+	// MaxParallel bounds the fusion panel's parallel calls (default 4).
+	MaxParallel int `yaml:"max_parallel" json:"max_parallel,omitempty"`
+	// Summariser is the target that writes the compact summary a
+	// context-relay combo carries when a conversation moves; required for
+	// context-relay.
+	Summariser string `yaml:"summariser" json:"summariser,omitempty"`
+	// AutoWeights weigh the factors of the auto strategy (health, latency,
+	// cost, headroom, context); absent factors keep their defaults.
+	AutoWeights map[string]float64 `yaml:"auto_weights" json:"auto_weights,omitempty"`
+}
+
+// Target is one entry of a combo.
+type Target struct {
+	Model         string  `yaml:"model" json:"model"`
+	Connection    string  `yaml:"connection" json:"connection,omitempty"`
+	Weight        float64 `yaml:"weight" json:"weight,omitempty"`
+	PriceIn       float64 `yaml:"price_in" json:"price_in,omitempty"`
+	PriceOut      float64 `yaml:"price_out" json:"price_out,omitempty"`
+	ContextWindow int     `yaml:"context_window" json:"context_window,omitempty"`
+	// System is an optional system prompt for this step of a pipeline
+	// combo.
+	System string `yaml:"system" json:"system,omitempty"`
+}
+
+// Key is one client API key.
+type Key struct {
+	ID                 string   `yaml:"id" json:"id"`
+	Key                Secret   `yaml:"key" json:"-"`
+	Scopes             []string `yaml:"scopes" json:"scopes,omitempty"`
+	AllowedConnections []string `yaml:"allowed_connections" json:"allowed_connections,omitempty"`
+}
+
+// Policies configures operator Rego rules.
+type Policies struct {
+	Dir string `yaml:"dir" json:"dir"`
+}
+
+// Plugin is one WebAssembly plugin.
+type Plugin struct {
+	Name  string   `yaml:"name" json:"name"`
+	Path  string   `yaml:"path" json:"path"`
+	Hooks []string `yaml:"hooks" json:"hooks"`
+}
+
+// Secret is a credential. In the file it may be a literal, "env:NAME" or
+// "file:/path"; after Load it holds the resolved value. Its String method
+// never reveals the value.
+type Secret string
+
+// String returns a redacted form of the secret.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return "[redacted]"
+}
+
+// Value returns the resolved secret.
+func (s Secret) Value() string { return string(s) }
+
+// Resilience holds every resilience setting of docs/resilience.md.
+type Resilience struct {
+	CircuitBreaker             map[string]BreakerProfile  `yaml:"circuit_breaker" json:"circuit_breaker"`
+	ProviderCooldown           ProviderCooldown           `yaml:"provider_cooldown" json:"provider_cooldown"`
+	ConnectionCooldown         map[string]CooldownProfile `yaml:"connection_cooldown" json:"connection_cooldown"`
+	StreamStallCooldown        Toggle                     `yaml:"stream_stall_cooldown" json:"stream_stall_cooldown"`
+	ModelLockout               ModelLockout               `yaml:"model_lockout" json:"model_lockout"`
+	ComboCooldownWait          ComboCooldownWait          `yaml:"combo_cooldown_wait" json:"combo_cooldown_wait"`
+	RequestQueue               RequestQueue               `yaml:"request_queue" json:"request_queue"`
+	QuotaShareConcurrencyLimit Toggle                     `yaml:"quota_share_concurrency_limit" json:"quota_share_concurrency_limit"`
+	StreamRecovery             StreamRecovery             `yaml:"stream_recovery" json:"stream_recovery"`
+	SessionAffinityTTLMS       int64                      `yaml:"session_affinity_ttl_ms" json:"session_affinity_ttl_ms"`
+	MaxAttemptsPerRequest      int                        `yaml:"max_attempts_per_request" json:"max_attempts_per_request"`
+}
+
+// BreakerProfile overrides the circuit breaker thresholds of one profile.
+// Zero fields keep the default.
+type BreakerProfile struct {
+	DegradationThreshold int   `yaml:"degradation_threshold" json:"degradation_threshold"`
+	FailureThreshold     int   `yaml:"failure_threshold" json:"failure_threshold"`
+	ResetMS              int64 `yaml:"reset_ms" json:"reset_ms"`
+}
+
+// ProviderCooldown configures the provider cooldown window gate (§1b).
+type ProviderCooldown struct {
+	Enabled bool `yaml:"enabled" json:"enabled"`
+}
+
+// CooldownProfile overrides connection cooldown of one profile.
+type CooldownProfile struct {
+	BaseMS          int64 `yaml:"base_ms" json:"base_ms"`
+	MaxBackoffLevel int   `yaml:"max_backoff_level" json:"max_backoff_level"`
+}
+
+// Toggle is a setting block with only an enabled flag. Enabled is a pointer
+// so an absent value keeps the default.
+type Toggle struct {
+	Enabled *bool `yaml:"enabled" json:"enabled,omitempty"`
+}
+
+// ModelLockout configures model lockouts (§3).
+type ModelLockout struct {
+	Enabled               bool  `yaml:"enabled" json:"enabled"`
+	ErrorCodes            []int `yaml:"error_codes" json:"error_codes,omitempty"`
+	BaseCooldownMS        int64 `yaml:"base_cooldown_ms" json:"base_cooldown_ms"`
+	MaxCooldownMS         int64 `yaml:"max_cooldown_ms" json:"max_cooldown_ms"`
+	MaxBackoffSteps       int   `yaml:"max_backoff_steps" json:"max_backoff_steps"`
+	UseExponentialBackoff *bool `yaml:"use_exponential_backoff" json:"use_exponential_backoff,omitempty"`
+}
+
+// ComboCooldownWait configures cooldown-aware combo retry (§6).
+type ComboCooldownWait struct {
+	Enabled     *bool `yaml:"enabled" json:"enabled,omitempty"`
+	MaxWaitMS   int64 `yaml:"max_wait_ms" json:"max_wait_ms"`
+	MaxAttempts int   `yaml:"max_attempts" json:"max_attempts"`
+	BudgetMS    int64 `yaml:"budget_ms" json:"budget_ms"`
+}
+
+// RequestQueue configures request queue admission (§7).
+type RequestQueue struct {
+	MaxWaitMS                 int64 `yaml:"max_wait_ms" json:"max_wait_ms"`
+	ExecutionMaxWaitMS        int64 `yaml:"execution_max_wait_ms" json:"execution_max_wait_ms"`
+	MaxQueueDepth             int   `yaml:"max_queue_depth" json:"max_queue_depth"`
+	AutoEnableAPIKeyProviders *bool `yaml:"auto_enable_api_key_providers" json:"auto_enable_api_key_providers,omitempty"`
+}
+
+// StreamRecovery configures the stream watchdogs (§8, §9).
+type StreamRecovery struct {
+	ContentStallTimeoutMS int64              `yaml:"content_stall_timeout_ms" json:"content_stall_timeout_ms"`
+	CommitPoint           string             `yaml:"commit_point" json:"commit_point,omitempty"`
+	ThroughputWatchdog    ThroughputWatchdog `yaml:"throughput_watchdog" json:"throughput_watchdog"`
+}
+
+// ThroughputWatchdog configures the slow-stream watchdog (§8).
+type ThroughputWatchdog struct {
+	Enabled                 bool  `yaml:"enabled" json:"enabled"`
+	WarmupMS                int64 `yaml:"warmup_ms" json:"warmup_ms"`
+	WindowMS                int64 `yaml:"window_ms" json:"window_ms"`
+	MinUsefulBytesPerSecond int64 `yaml:"min_useful_bytes_per_second" json:"min_useful_bytes_per_second"`
+	MinUsefulBytes          int64 `yaml:"min_useful_bytes" json:"min_useful_bytes"`
+}

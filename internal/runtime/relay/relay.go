@@ -1,0 +1,610 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
+	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
+)
+
+// Commit points (Config.CommitPoint).
+const (
+	// CommitFirstByte commits at the first client-visible data event.
+	CommitFirstByte = "first_byte"
+	// CommitFirstContent commits at the first model output.
+	CommitFirstContent = "first_content"
+)
+
+// ValidCommitPoint reports whether s names a commit point ("" is the
+// default, first_byte).
+func ValidCommitPoint(s string) bool {
+	return s == "" || s == CommitFirstByte || s == CommitFirstContent
+}
+
+// Failure reasons (Failure.Reason). They are also the "code" of the
+// terminal error event a committed stream ends with.
+const (
+	ReasonUpstreamErrorEvent = "upstream_error_event"
+	ReasonContentStall       = "stream_content_stall"
+	ReasonThroughputTooLow   = watchdog.ReasonThroughputTooLow
+	ReasonEarlyEOF           = "stream_early_eof"
+	ReasonIdleTimeout        = "idle_timeout"
+	ReasonAttemptDeadline    = "attempt_deadline"
+	ReasonReadError          = "read_error"
+	ReasonTranslateError     = "translate_error"
+	// ReasonCancelled is a local end (the context passed to Prime was
+	// cancelled), not upstream health.
+	ReasonCancelled = "cancelled"
+)
+
+const (
+	// maxHoldback bounds the bytes buffered before the commit point.
+	maxHoldback = 1 << 20
+	// drainGrace is how long the final event may wait for the upstream's
+	// end of body (read to EOF so the connection is reused).
+	drainGrace = time.Second
+)
+
+// Translator converts upstream events into client-format events. The
+// identity (a nil Translator) passes events through byte for byte. SSE
+// comments (keep-alives) are format-neutral: the relay forwards them
+// itself and never passes them to a Translator. A Translator is used by
+// one goroutine at a time.
+type Translator interface {
+	// Event converts one upstream event. ev's slices are valid only during
+	// the call; the returned events are serialised before the next call.
+	Event(ev sse.Event) ([]sse.Event, error)
+	// Finish returns the events that close the client stream cleanly once
+	// the upstream stream has ended cleanly (may be nil). It is called at
+	// most once, never after a failure.
+	Finish() []sse.Event
+}
+
+// Config configures the relay of one attempt. The zero value relays an
+// OpenAI Chat stream unchanged, commits at the first byte, runs the
+// content-stall watchdog with its default budgets, and has no throughput
+// watchdog, idle timeout or hard deadline.
+type Config struct {
+	// ClientFormat is the wire format the client speaks; terminal error
+	// events are written in it.
+	ClientFormat watchdog.Format
+	// UpstreamFormat is the format of the upstream events, which the
+	// watchdogs classify.
+	UpstreamFormat watchdog.Format
+	// CommitPoint is CommitFirstByte ("" or unknown) or CommitFirstContent.
+	CommitPoint string
+	// Stall configures the content-stall watchdog; zero budgets take the
+	// defaults, Disabled turns it off.
+	Stall watchdog.StallConfig
+	// Throughput configures the throughput watchdog (normalised; off unless
+	// Enabled). It judges only before the commit point.
+	Throughput watchdog.ThroughputConfig
+	// Idle ends the attempt when no event at all (keep-alives included)
+	// arrives for this long; 0 disables it.
+	Idle time.Duration
+	// HardDeadline bounds the whole attempt from Attempt.Start, whatever
+	// the output; 0 disables it.
+	HardDeadline time.Duration
+	// Clock returns the time; nil means time.Now.
+	Clock func() time.Time
+
+	// newTimer replaces the real timer in tests.
+	newTimer func() timer
+	// onBlock, when set (tests), is called each time the stream is about
+	// to block waiting for upstream, the timer or the context.
+	onBlock func()
+}
+
+// Attempt is one upstream streamed response whose status was 2xx.
+type Attempt struct {
+	// Body is the upstream response body. Close (or Cancel) must unblock
+	// a Read in progress, as net/http bodies and io.Pipe do.
+	Body io.ReadCloser
+	// Cancel cancels the upstream request; may be nil.
+	Cancel context.CancelFunc
+	// Translator converts events to the client format; nil is the
+	// identity.
+	Translator Translator
+	// Start is when the upstream request was sent; the first stall budget
+	// and the hard deadline run from it. Zero means the call to Prime.
+	Start time.Time
+}
+
+// Failure is how an attempt failed.
+type Failure struct {
+	// Reason is one of the Reason constants.
+	Reason string
+	// Status is the HTTP status that describes the failure to a client
+	// (502, or 504 for the idle timeout and the hard deadline).
+	Status int
+	// Err describes the failure; it never holds credentials.
+	Err error
+	// Committed reports that the client had already been sent bytes: the
+	// stream was ended with a terminal error event and must not be retried.
+	Committed bool
+	// Data is the upstream error event's data (ReasonUpstreamErrorEvent),
+	// for classification.
+	Data []byte
+}
+
+// Error implements error.
+func (f *Failure) Error() string {
+	if f.Err != nil {
+		return f.Reason + ": " + f.Err.Error()
+	}
+	return f.Reason
+}
+
+// Unwrap returns the underlying error.
+func (f *Failure) Unwrap() error { return f.Err }
+
+// End is how a relayed stream ended.
+type End int
+
+// Stream ends.
+const (
+	// EndComplete: the upstream finished and the client got everything.
+	EndComplete End = iota
+	// EndClientGone: a write or flush to the client failed; the upstream
+	// call was cancelled. Not upstream health.
+	EndClientGone
+	// EndFailed: the upstream failed after the commit point; the client got
+	// a terminal error event. Result.Failure says why.
+	EndFailed
+)
+
+// String returns the end's name.
+func (e End) String() string {
+	switch e {
+	case EndComplete:
+		return "complete"
+	case EndClientGone:
+		return "client_gone"
+	case EndFailed:
+		return "failed"
+	}
+	return "unknown"
+}
+
+// Usage is the token usage reported by the upstream stream.
+type Usage struct {
+	// PromptTokens counts input tokens, cache reads and writes included.
+	PromptTokens int64
+	// CompletionTokens counts output tokens (reasoning included).
+	CompletionTokens int64
+	// Seen reports that the stream carried a usage object.
+	Seen bool
+}
+
+// Result is the single outcome of Run.
+type Result struct {
+	End     End
+	Failure *Failure
+	Usage   Usage
+	// ContentBytes counts the useful text bytes (UTF-8) the upstream sent.
+	// Zero on a complete stream means an empty answer (e.g. reasoning only).
+	ContentBytes int64
+	// FirstContentAt is when the first text delta arrived (zero if none).
+	FirstContentAt time.Time
+}
+
+// Stream is a primed attempt, committed to the client and ready to Run.
+// It is not goroutine-safe: Run and Close are called by one goroutine.
+type Stream struct {
+	cfg   Config
+	ctx   context.Context
+	a     Attempt
+	clock func() time.Time
+	p     *pump
+	tm    timer
+	// armedAt is the deadline the timer is armed for (zero: disarmed).
+	armedAt time.Time
+
+	stall     watchdog.Stall
+	tput      watchdog.Throughput
+	start     time.Time
+	lastEvent time.Time
+
+	firstContent bool // commit point is first_content
+	committed    bool
+	terminal     bool // the model finished; an end of body is not early
+	done         bool // the final event was seen; draining to EOF
+	doneAt       time.Time
+	ended        bool // upstream finished cleanly
+	finished     bool // Translator.Finish emitted
+	fail         *Failure
+	out          []byte // client bytes not yet written
+
+	usage    usageAcc
+	res      Result
+	ran      bool
+	released bool
+}
+
+// Prime starts relaying attempt a and reads it up to the commit point
+// under every watchdog, writing nothing to the client. On success the
+// returned Stream holds the client-format bytes to write first, and owns
+// the attempt. On a failure before the commit point it returns a *Failure
+// (Committed false) after cancelling and closing the attempt; closing it
+// again is harmless, and the caller fails over. A stream that ends cleanly
+// before its commit point (an empty answer) is committed at its end.
+func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if a.Body == nil {
+		if a.Cancel != nil {
+			a.Cancel()
+		}
+		return nil, &Failure{Reason: ReasonReadError, Status: 502, Err: errors.New("relay: the attempt has no body")}
+	}
+	clock := cfg.Clock
+	if clock == nil {
+		clock = time.Now
+	}
+	now := clock()
+	start := a.Start
+	if start.IsZero() || start.After(now) {
+		start = now
+	}
+	s := &Stream{
+		cfg:          cfg,
+		ctx:          ctx,
+		a:            a,
+		clock:        clock,
+		stall:        watchdog.NewStall(cfg.Stall, start),
+		tput:         watchdog.NewThroughput(cfg.Throughput, start),
+		start:        start,
+		lastEvent:    now,
+		firstContent: cfg.CommitPoint == CommitFirstContent,
+	}
+	if cfg.newTimer != nil {
+		s.tm = cfg.newTimer()
+	} else {
+		s.tm = newRealTimer()
+	}
+	s.p = startPump(a.Body)
+	for !s.committed && !s.over() {
+		s.wait()
+	}
+	if s.fail != nil {
+		s.release()
+		return nil, s.fail
+	}
+	return s, nil
+}
+
+// Run writes the buffered prefix, then relays the rest of the stream to w,
+// flushing after each event. It returns once, when the stream has ended:
+//   - EndComplete after the upstream's final event (and any
+//     Translator.Finish events) reached the client;
+//   - EndFailed after a failure past the commit point, once the terminal
+//     error event in the client's format was written;
+//   - EndClientGone as soon as a write or flush fails; the upstream call is
+//     cancelled at once.
+//
+// The attempt is cancelled and closed before Run returns. Call Run at most
+// once; a later call (or a call after Close) returns without writing.
+func (s *Stream) Run(w *bufio.Writer) Result {
+	if s.ran || s.released {
+		if !s.ran {
+			s.res.End = EndClientGone
+		}
+		s.ran = true
+		return s.res
+	}
+	s.ran = true
+	gone := !s.flush(w)
+	for !gone && !s.over() {
+		s.wait()
+		if len(s.out) > 0 {
+			gone = !s.flush(w)
+		}
+	}
+	switch {
+	case s.fail != nil:
+		// The terminal error event was appended by fail; write it if the
+		// client is still there.
+		if !gone {
+			s.flush(w)
+		}
+		s.res.End = EndFailed
+		s.res.Failure = s.fail
+	case gone:
+		s.res.End = EndClientGone
+	default:
+		s.res.End = EndComplete
+	}
+	s.release()
+	s.res.Usage = s.usage.result()
+	return s.res
+}
+
+// Close abandons a primed stream that will not be Run (for example when
+// the response could not be started): it cancels and closes the attempt
+// and stops its reader. It is idempotent and a no-op after Run.
+func (s *Stream) Close() {
+	s.release()
+}
+
+// now reads the clock.
+func (s *Stream) now() time.Time { return s.clock() }
+
+// over reports whether the stream has ended, one way or the other.
+func (s *Stream) over() bool { return s.fail != nil || s.ended }
+
+// flush writes the pending client bytes and flushes w; false means the
+// client is gone.
+func (s *Stream) flush(w *bufio.Writer) bool {
+	if len(s.out) > 0 {
+		_, err := w.Write(s.out)
+		s.out = s.out[:0]
+		if err != nil {
+			return false
+		}
+	}
+	return w.Flush() == nil
+}
+
+// wait checks the timers, then takes the next upstream event, blocking
+// for it, the timer or the context when none is queued, and handles what
+// came.
+func (s *Stream) wait() {
+	now := s.now()
+	s.checkTimers(now)
+	if s.over() {
+		return
+	}
+	// Fast path: an event already read ahead needs no timer.
+	select {
+	case it := <-s.p.events:
+		s.handle(it, now)
+		return
+	case <-s.ctx.Done():
+		s.cancelled()
+		return
+	default:
+	}
+	if d, ok := s.nextDeadline(); !ok {
+		if !s.armedAt.IsZero() {
+			s.tm.Stop()
+			s.armedAt = time.Time{}
+		}
+	} else if !d.Equal(s.armedAt) {
+		s.tm.Reset(d.Sub(now))
+		s.armedAt = d
+	}
+	if s.cfg.onBlock != nil {
+		s.cfg.onBlock()
+	}
+	select {
+	case it := <-s.p.events:
+		s.handle(it, s.now())
+	case <-s.tm.C():
+		s.armedAt = time.Time{}
+	case <-s.ctx.Done():
+		s.cancelled()
+	}
+}
+
+// handle handles one item from the reader goroutine, received at now.
+func (s *Stream) handle(it item, now time.Time) {
+	if it.err != nil {
+		s.onEnd(it.err)
+		return
+	}
+	s.onEvent(it.ev, now)
+	s.p.recycle(it)
+}
+
+// cancelled ends the stream because the context was cancelled.
+func (s *Stream) cancelled() {
+	s.failWith(ReasonCancelled, 503, fmt.Errorf("relay: %w", context.Cause(s.ctx)))
+}
+
+// nextDeadline returns the nearest time a timer rule may fire.
+func (s *Stream) nextDeadline() (time.Time, bool) {
+	var d time.Time
+	take := func(t time.Time) {
+		if !t.IsZero() && (d.IsZero() || t.Before(d)) {
+			d = t
+		}
+	}
+	if s.done {
+		take(s.doneAt.Add(drainGrace))
+		return d, true
+	}
+	if s.cfg.HardDeadline > 0 {
+		take(s.start.Add(s.cfg.HardDeadline))
+	}
+	if s.cfg.Idle > 0 {
+		take(s.lastEvent.Add(s.cfg.Idle))
+	}
+	take(s.stall.Deadline())
+	if !s.committed {
+		take(s.tput.NextCheck())
+	}
+	return d, !d.IsZero()
+}
+
+// checkTimers applies every timer rule at now.
+func (s *Stream) checkTimers(now time.Time) {
+	if s.over() {
+		return
+	}
+	if s.done {
+		if !now.Before(s.doneAt.Add(drainGrace)) {
+			s.ended = true
+		}
+		return
+	}
+	switch {
+	case s.cfg.HardDeadline > 0 && !now.Before(s.start.Add(s.cfg.HardDeadline)):
+		s.failWith(ReasonAttemptDeadline, 504, fmt.Errorf("relay: the attempt ran past its %s deadline", s.cfg.HardDeadline))
+	case s.cfg.Idle > 0 && !now.Before(s.lastEvent.Add(s.cfg.Idle)):
+		s.failWith(ReasonIdleTimeout, 504, fmt.Errorf("relay: no data from upstream for %s", s.cfg.Idle))
+	case s.stall.Expired(now):
+		s.failWith(ReasonContentStall, 502, fmt.Errorf("relay: no model output for %s", s.stall.Budget()))
+	case !s.committed:
+		if abort, reason := s.tput.Check(now); abort {
+			c := s.cfg.Throughput.Normalize()
+			s.failWith(reason, 502, fmt.Errorf("relay: useful output below %d B/s (min %d bytes) over %s", c.MinBytesPerSecond, c.MinBytes, c.Window))
+		}
+	}
+}
+
+// onEvent handles one upstream event received at now.
+func (s *Stream) onEvent(ev sse.Event, now time.Time) {
+	s.lastEvent = now
+	if s.done {
+		return // nothing follows the final event
+	}
+	in := watchdog.Inspect(s.cfg.UpstreamFormat, ev)
+	s.stall.Observe(in.Frame, now)
+	s.tput.Observe(in.Frame, in.Bytes, now)
+	if in.Usage {
+		s.usage.add(ev.Data)
+	}
+	if in.Frame == watchdog.FrameError {
+		s.upstreamError(ev)
+		return
+	}
+	if in.Frame == watchdog.FrameContent {
+		s.res.ContentBytes += int64(in.Bytes)
+		if s.res.FirstContentAt.IsZero() {
+			s.res.FirstContentAt = now
+		}
+	}
+	if in.Terminal {
+		s.terminal = true
+	}
+	before := len(s.out)
+	if err := s.translate(ev); err != nil {
+		s.failWith(ReasonTranslateError, 502, fmt.Errorf("relay: translating a %s event: %w", s.cfg.UpstreamFormat, err))
+		return
+	}
+	if in.Frame == watchdog.FrameDone {
+		s.done, s.doneAt = true, now
+		s.finish()
+		s.committed = true
+		return
+	}
+	if !s.committed {
+		switch {
+		case len(s.out) > maxHoldback:
+			s.committed = true
+		case s.firstContent:
+			s.committed = in.Frame.Output()
+		default:
+			s.committed = len(s.out) > before && in.Frame != watchdog.FramePing
+		}
+	}
+}
+
+// onEnd handles the end of the upstream body (err is io.EOF or a read
+// error).
+func (s *Stream) onEnd(err error) {
+	if s.done || s.terminal {
+		s.finish()
+		s.committed = true
+		s.ended = true
+		return
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		s.failWith(ReasonEarlyEOF, 502, errors.New("relay: the upstream stream ended before its final event"))
+		return
+	}
+	s.failWith(ReasonReadError, 502, fmt.Errorf("relay: reading the upstream stream: %w", err))
+}
+
+// translate appends ev, converted to the client format, to the pending
+// client bytes.
+func (s *Stream) translate(ev sse.Event) error {
+	if s.a.Translator == nil || ev.Comment {
+		// Comments (keep-alives) mean the same in every format.
+		if ev.Raw != nil {
+			s.out = append(s.out, ev.Raw...)
+		} else {
+			s.out = sse.AppendEvent(s.out, ev)
+		}
+		return nil
+	}
+	evs, err := s.a.Translator.Event(ev)
+	if err != nil {
+		return err
+	}
+	for _, e := range evs {
+		s.out = sse.AppendEvent(s.out, e)
+	}
+	return nil
+}
+
+// finish appends the Translator's closing events, once.
+func (s *Stream) finish() {
+	if s.finished {
+		return
+	}
+	s.finished = true
+	if s.a.Translator == nil {
+		return
+	}
+	for _, e := range s.a.Translator.Finish() {
+		s.out = sse.AppendEvent(s.out, e)
+	}
+}
+
+// upstreamError handles an error event from upstream. Before the commit
+// point it is a plain failure; after it the client gets the translated
+// error event (or the gateway's own when the translation yields nothing).
+func (s *Stream) upstreamError(ev sse.Event) {
+	f := &Failure{
+		Reason:    ReasonUpstreamErrorEvent,
+		Status:    502,
+		Err:       errors.New("relay: the upstream sent an error event"),
+		Committed: s.committed,
+		Data:      append([]byte(nil), ev.Data...),
+	}
+	s.fail = f
+	if !s.committed {
+		s.out = s.out[:0]
+		return
+	}
+	before := len(s.out)
+	if err := s.translate(ev); err != nil || len(s.out) == before {
+		s.out = s.out[:before]
+		s.out = appendTerminalError(s.out, s.cfg.ClientFormat, f)
+	}
+}
+
+// failWith ends the stream with a failure; after the commit point the
+// terminal error event is appended to the client bytes.
+func (s *Stream) failWith(reason string, status int, err error) {
+	f := &Failure{Reason: reason, Status: status, Err: err, Committed: s.committed}
+	s.fail = f
+	if !s.committed {
+		s.out = s.out[:0]
+		return
+	}
+	s.out = appendTerminalError(s.out, s.cfg.ClientFormat, f)
+}
+
+// release cancels and closes the attempt and joins the reader goroutine.
+func (s *Stream) release() {
+	if s.released {
+		return
+	}
+	s.released = true
+	s.tm.Stop()
+	if s.a.Cancel != nil {
+		s.a.Cancel()
+	}
+	if s.a.Body != nil {
+		_ = s.a.Body.Close()
+	}
+	s.p.close()
+}

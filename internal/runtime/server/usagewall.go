@@ -1,0 +1,100 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
+)
+
+// maxWallRetries bounds the same-connection retries of one attempt at the
+// usage wall.
+const maxWallRetries = 32
+
+// wallConfig is the usage-wall configuration of a candidate; ok is false
+// when the connection opted into neither feature.
+func wallConfig(cd topology.Candidate) (usagewall.Config, bool) {
+	c := cd.Connection
+	if cd.Provider.Kind != topology.KindAnthropic || (!c.LowPriorityMode && !c.AutoLimitReset) {
+		return usagewall.Config{}, false
+	}
+	return usagewall.Config{LowPriorityMode: c.LowPriorityMode, AutoLimitReset: c.AutoLimitReset, OrgUUID: c.OrganizationUUID}, true
+}
+
+// wallRetry asks the usage wall what to do with an upstream answer of a
+// Claude subscription connection. It reports whether to retry the same
+// connection now (after any wait it performed); the intercepted 429 then
+// never reaches the cooldown path.
+func (s *Server) wallRetry(ctx context.Context, cd topology.Candidate, cfg usagewall.Config, status int, h http.Header, slow bool, started time.Time) bool {
+	resp := usagewall.Response{Status: status, Header: lowerHeaders(h), Slow: slow,
+		RemainingStart: s.pool.Timeouts().FirstByte - time.Since(started)}
+	d := s.wall.OnResponse(cd.Connection.Ref, cfg, resp)
+	if d.Action == usagewall.ActionTryReset {
+		d = s.wall.OnResetResult(cd.Connection.Ref, cfg, resp, s.resetFlow(ctx, cd, cfg))
+	}
+	switch d.Action {
+	case usagewall.ActionRetry:
+		return true
+	case usagewall.ActionWaitAndRetry:
+		t := time.NewTimer(d.Wait)
+		defer t.Stop()
+		select {
+		case <-t.C:
+			return true
+		case <-ctx.Done():
+			return false
+		}
+	case usagewall.ActionEnded:
+		s.log.Info("usage-wall lane ended", "provider", cd.Provider.ID, "connection", cd.Connection.ID, "reason", d.EndReason)
+	}
+	return false
+}
+
+// resetFlow performs the session-limit reset of §2b: probe the usage
+// endpoint and, when a reset is offered, claim it.
+func (s *Server) resetFlow(ctx context.Context, cd topology.Candidate, cfg usagewall.Config) usagewall.ResetOutcome {
+	base := strings.TrimSuffix(cd.Provider.BaseURL, "/v1")
+	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
+	call := func(method, url string, body []byte) (int, []byte, error) {
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, url, rd)
+		if err != nil {
+			return 0, nil, err
+		}
+		req.Header.Set("x-api-key", cd.Connection.APIKey)
+		req.Header.Set("anthropic-version", "2023-06-01")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := s.pool.Do(req, route, nil)
+		if err != nil {
+			return 0, nil, err
+		}
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return resp.StatusCode, b, err
+	}
+	st, body, err := call(http.MethodGet, base+usagewall.UsageProbePath(), nil)
+	if err != nil {
+		return usagewall.ResetOutcome{Err: err}
+	}
+	u, err := usagewall.ParseUsage(st, body)
+	if err != nil {
+		return usagewall.ResetOutcome{Err: err}
+	}
+	if !u.Claimable() {
+		return u.Outcome()
+	}
+	st, body, err = call(http.MethodPost, base+usagewall.ResetPath(cfg.OrgUUID), usagewall.ResetBody())
+	if err != nil {
+		return usagewall.ResetOutcome{Err: err}
+	}
+	return usagewall.ParseResetResponse(st, body)
+}

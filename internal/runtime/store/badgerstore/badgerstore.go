@@ -1,0 +1,367 @@
+// Package badgerstore is the default engine.Store: an embedded Badger v4
+// database in one directory, durable on every write.
+//
+// Values are stored in the envelope format (runtime/store/internal/envelope)
+// so expiry is judged against the injected engine.Clock. Keys written with a
+// TTL also carry a Badger expiry of ttl+GCGrace on the wall clock, only so
+// that keys nobody reads again are eventually collected; visibility is always
+// decided by the envelope.
+package badgerstore
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/runtime/store/internal/envelope"
+)
+
+// GCGrace is how long past its envelope expiry a key may linger before
+// Badger's own wall-clock TTL collects it.
+const GCGrace = time.Minute
+
+// maxCASAttempts bounds the retries of a CompareAndSet whose transaction
+// keeps losing write conflicts. Every conflict means another writer
+// committed, so the bound is only reached under pathological contention.
+const maxCASAttempts = 10000
+
+// errClosed is returned by every operation after Close.
+var errClosed = errors.New("badgerstore: store is closed")
+
+var _ engine.Store = (*Store)(nil)
+
+// Store is an engine.Store on a Badger database. It is goroutine-safe;
+// Close waits for in-flight operations.
+type Store struct {
+	db     *badger.DB
+	dir    string
+	clock  engine.Clock
+	logger hclog.Logger
+	unlock func() error
+
+	mu     sync.RWMutex // read-held by operations, write-held by Close
+	closed bool
+}
+
+// Options returns the Badger options Open uses for dir, tuned for a small
+// state set and a gateway that must stay within about 100 MB RSS:
+//   - SyncWrites: every committed write is fsynced before it returns;
+//   - MemTableSize 8 MiB (default 64) and NumMemtables 2 (default 5);
+//   - ValueLogFileSize 16 MiB (default 1 GiB); values below the default
+//     ValueThreshold (1 MiB) stay in the LSM tree, so no value-log GC is
+//     needed for state records;
+//   - no compression and no block cache (default Snappy with a 256 MiB
+//     cache): tables are read straight from their mmap, and compaction
+//     needs no compression buffers; state is small, so disk use is not a
+//     concern;
+//   - NumCompactors 2 (default 4), NumGoroutines 2 (default 8);
+//   - metrics off; Badger's log routed to logger, its info at debug and
+//     its debug at trace.
+func Options(dir string, logger hclog.Logger) badger.Options {
+	return badger.DefaultOptions(dir).
+		WithSyncWrites(true).
+		WithLogger(badgerLogger{logger}).
+		WithMemTableSize(8 << 20).
+		WithNumMemtables(2).
+		WithValueLogFileSize(16 << 20).
+		WithCompression(options.None).
+		WithBlockCacheSize(0).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithMetricsEnabled(false)
+}
+
+// Open opens (creating if needed) the Badger database in dir. If another
+// process, or another Open in this process, holds dir, Open fails at once
+// with an error wrapping engine.ErrStoreLocked that names dir. A nil logger
+// discards Badger's output.
+func Open(dir string, clock engine.Clock, logger hclog.Logger) (*Store, error) {
+	if logger == nil {
+		logger = hclog.NewNullLogger()
+	}
+	logger = logger.Named("store.badger")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("badgerstore: create %q: %w", dir, err)
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	db, err := badger.Open(Options(dir, logger))
+	if err != nil {
+		_ = unlock()
+		if strings.Contains(err.Error(), "Cannot acquire directory lock") {
+			return nil, fmt.Errorf("badgerstore: open %q: %w", dir, engine.ErrStoreLocked)
+		}
+		return nil, fmt.Errorf("badgerstore: open %q: %w", dir, err)
+	}
+	return &Store{db: db, dir: dir, clock: clock, logger: logger, unlock: unlock}, nil
+}
+
+// Get returns the live value of key and whether it exists. An expired key
+// reads as absent and is deleted.
+func (s *Store) Get(_ context.Context, key string) ([]byte, bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, false, errClosed
+	}
+	var raw []byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		item, err := txn.Get([]byte(key))
+		if err != nil {
+			return err
+		}
+		raw, err = item.ValueCopy(nil)
+		return err
+	})
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("badgerstore: get %q: %w", key, err)
+	}
+	stamp, payload, err := envelope.Decode(raw)
+	if err != nil {
+		return nil, false, fmt.Errorf("badgerstore: get %q: %w", key, err)
+	}
+	if !envelope.Alive(stamp, s.clock.Now()) {
+		s.dropExpired([]byte(key))
+		return nil, false, nil
+	}
+	return payload, true, nil
+}
+
+// dropExpired deletes key if it is still expired. It is best effort: a
+// conflict means someone else wrote the key, which is fine.
+func (s *Store) dropExpired(key []byte) {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		item, err := txn.Get(key)
+		if err != nil {
+			return err
+		}
+		var alive bool
+		if err := item.Value(func(raw []byte) error {
+			stamp, _, err := envelope.Decode(raw)
+			alive = err != nil || envelope.Alive(stamp, s.clock.Now())
+			return nil
+		}); err != nil {
+			return err
+		}
+		if alive {
+			return nil
+		}
+		return txn.Delete(key)
+	})
+	if err != nil && !errors.Is(err, badger.ErrKeyNotFound) && s.logger.IsTrace() {
+		s.logger.Trace("lazy delete of expired key skipped", "error", err)
+	}
+}
+
+// Put durably sets key to value, expiring after ttl when ttl > 0.
+func (s *Store) Put(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	err := s.db.Update(func(txn *badger.Txn) error {
+		return txn.SetEntry(s.entry(key, value, ttl))
+	})
+	if err != nil {
+		return fmt.Errorf("badgerstore: put %q: %w", key, err)
+	}
+	return nil
+}
+
+func (s *Store) entry(key string, value []byte, ttl time.Duration) *badger.Entry {
+	e := badger.NewEntry([]byte(key), envelope.Encode(value, envelope.Expiry(s.clock.Now(), ttl)))
+	if ttl > 0 {
+		e = e.WithTTL(ttl + GCGrace)
+	}
+	return e
+}
+
+// CompareAndSet durably sets key to value only if its live value equals
+// old; a nil old requires the key to be absent (or expired) and a nil value
+// deletes it. It runs in a Badger transaction and retries on write
+// conflicts, so concurrent callers see exactly one winner per value.
+func (s *Store) CompareAndSet(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return false, errClosed
+	}
+	k := []byte(key)
+	for attempt := 1; ; attempt++ {
+		if err := ctx.Err(); err != nil {
+			return false, fmt.Errorf("badgerstore: compare-and-set %q: %w", key, err)
+		}
+		swapped := false
+		err := s.db.Update(func(txn *badger.Txn) error {
+			swapped = false
+			live, cur, err := s.current(txn, k)
+			if err != nil {
+				return err
+			}
+			if old == nil {
+				if live {
+					return nil
+				}
+			} else if !live || !bytes.Equal(cur, old) {
+				return nil
+			}
+			if value == nil {
+				err = txn.Delete(k)
+			} else {
+				err = txn.SetEntry(s.entry(key, value, ttl))
+			}
+			swapped = err == nil
+			return err
+		})
+		if errors.Is(err, badger.ErrConflict) && attempt < maxCASAttempts {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("badgerstore: compare-and-set %q: %w", key, err)
+		}
+		return swapped, nil
+	}
+}
+
+// current reads the live payload of k inside txn.
+func (s *Store) current(txn *badger.Txn, k []byte) (live bool, payload []byte, err error) {
+	item, err := txn.Get(k)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil, nil
+	}
+	if err != nil {
+		return false, nil, err
+	}
+	raw, err := item.ValueCopy(nil)
+	if err != nil {
+		return false, nil, err
+	}
+	stamp, payload, err := envelope.Decode(raw)
+	if err != nil {
+		return false, nil, err
+	}
+	return envelope.Alive(stamp, s.clock.Now()), payload, nil
+}
+
+// Delete durably removes key; deleting an absent key is not an error.
+func (s *Store) Delete(_ context.Context, key string) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	if err := s.db.Update(func(txn *badger.Txn) error {
+		return txn.Delete([]byte(key))
+	}); err != nil {
+		return fmt.Errorf("badgerstore: delete %q: %w", key, err)
+	}
+	return nil
+}
+
+// Scan returns every live key with prefix, sorted by key, and deletes the
+// expired ones it meets.
+func (s *Store) Scan(_ context.Context, prefix string) ([]engine.KV, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	var (
+		out     []engine.KV
+		expired [][]byte
+	)
+	now := s.clock.Now()
+	err := s.db.View(func(txn *badger.Txn) error {
+		opts := badger.DefaultIteratorOptions
+		opts.Prefix = []byte(prefix)
+		it := txn.NewIterator(opts)
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			item := it.Item()
+			raw, err := item.ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			stamp, payload, err := envelope.Decode(raw)
+			if err != nil {
+				return fmt.Errorf("key %q: %w", item.Key(), err)
+			}
+			if !envelope.Alive(stamp, now) {
+				expired = append(expired, item.KeyCopy(nil))
+				continue
+			}
+			out = append(out, engine.KV{Key: string(item.Key()), Value: payload})
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("badgerstore: scan %q: %w", prefix, err)
+	}
+	for _, k := range expired {
+		s.dropExpired(k)
+	}
+	return out, nil
+}
+
+// Close flushes and closes the database and releases the directory. It is
+// safe to call more than once.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	err := s.db.Close()
+	if uerr := s.unlock(); err == nil && uerr != nil {
+		err = uerr
+	}
+	if err != nil {
+		return fmt.Errorf("badgerstore: close %q: %w", s.dir, err)
+	}
+	return nil
+}
+
+// badgerLogger routes Badger's log into hclog, one level quieter than
+// Badger's own naming: its chatty info goes to debug, its debug to trace.
+type badgerLogger struct{ l hclog.Logger }
+
+func (b badgerLogger) Errorf(format string, args ...any) {
+	b.l.Error(msg(format, args))
+}
+
+func (b badgerLogger) Warningf(format string, args ...any) {
+	b.l.Warn(msg(format, args))
+}
+
+func (b badgerLogger) Infof(format string, args ...any) {
+	if b.l.IsDebug() {
+		b.l.Debug(msg(format, args))
+	}
+}
+
+func (b badgerLogger) Debugf(format string, args ...any) {
+	if b.l.IsTrace() {
+		b.l.Trace(msg(format, args))
+	}
+}
+
+func msg(format string, args []any) string {
+	return strings.TrimSpace(fmt.Sprintf(format, args...))
+}

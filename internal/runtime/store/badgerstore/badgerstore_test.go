@@ -1,0 +1,191 @@
+package badgerstore
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/go-hclog"
+
+	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
+)
+
+// failFast is how quickly an Open of a held directory must give up.
+const failFast = 2 * time.Second
+
+func open(t testing.TB, dir string, clock engine.Clock) *Store {
+	t.Helper()
+	s, err := Open(dir, clock, nil)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", dir, err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clock *engine.FakeClock) engine.Store {
+		return open(t, t.TempDir(), clock)
+	})
+}
+
+func TestPersistence(t *testing.T) {
+	base := t.TempDir()
+	storetest.RunPersistence(t, func(t *testing.T, clock *engine.FakeClock, name string) engine.Store {
+		return open(t, filepath.Join(base, name), clock)
+	})
+}
+
+func TestSecondOpenInProcessFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	first := open(t, dir, engine.SystemClock{})
+
+	start := time.Now()
+	s, err := Open(dir, engine.SystemClock{}, nil)
+	if err == nil {
+		_ = s.Close()
+		t.Fatal("second Open of a held directory succeeded")
+	}
+	assertLocked(t, err, dir, time.Since(start))
+
+	// Releasing the first store frees the directory.
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	open(t, dir, engine.SystemClock{})
+}
+
+// holdDirEnv makes TestHelperHoldLock act as the other process.
+const holdDirEnv = "BREAKWATER_TEST_HOLD_BADGER_DIR"
+
+func TestOpenHeldByAnotherProcessFailsFast(t *testing.T) {
+	dir := t.TempDir()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperHoldLock$")
+	cmd.Env = append(os.Environ(), holdDirEnv+"="+dir)
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		_ = cmd.Wait()
+	})
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "locked" {
+		t.Fatalf("helper process: %q, %v", line, err)
+	}
+
+	start := time.Now()
+	s, err := Open(dir, engine.SystemClock{}, nil)
+	if err == nil {
+		_ = s.Close()
+		t.Fatal("Open of a directory held by another process succeeded")
+	}
+	assertLocked(t, err, dir, time.Since(start))
+
+	_ = stdin.Close() // the helper closes its store and exits
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("helper process: %v", err)
+	}
+	open(t, dir, engine.SystemClock{})
+}
+
+// TestHelperHoldLock is the other process of
+// TestOpenHeldByAnotherProcessFailsFast: it opens the directory, says
+// "locked", and holds it until its stdin closes.
+func TestHelperHoldLock(t *testing.T) {
+	dir := os.Getenv(holdDirEnv)
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	s, err := Open(dir, engine.SystemClock{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("locked\n")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func assertLocked(t *testing.T, err error, dir string, took time.Duration) {
+	t.Helper()
+	if !errors.Is(err, engine.ErrStoreLocked) {
+		t.Fatalf("err = %v, want engine.ErrStoreLocked", err)
+	}
+	if !strings.Contains(err.Error(), dir) {
+		t.Fatalf("err = %q does not name the directory %q", err, dir)
+	}
+	if took > failFast {
+		t.Fatalf("Open took %v to fail, want under %v", took, failFast)
+	}
+}
+
+func TestBadgerLogRouting(t *testing.T) {
+	tests := []struct {
+		level      hclog.Level
+		wantBadger bool
+	}{
+		{hclog.Info, false}, // Badger's info chatter is debug for us
+		{hclog.Debug, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.level.String(), func(t *testing.T) {
+			var buf bytes.Buffer
+			logger := hclog.New(&hclog.LoggerOptions{Name: "bw", Level: tt.level, Output: &buf})
+			s, err := Open(t.TempDir(), engine.SystemClock{}, logger)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			out := buf.String()
+			if got := strings.Contains(out, "bw.store.badger"); got != tt.wantBadger {
+				t.Fatalf("at %s, Badger lines present = %v, want %v; log:\n%s", tt.level, got, tt.wantBadger, out)
+			}
+			if strings.Contains(out, "[INFO]") {
+				t.Fatalf("Badger logged at info:\n%s", out)
+			}
+		})
+	}
+}
+
+func TestOpenErrorsNameDirectory(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "not-a-dir")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Open(file, engine.SystemClock{}, nil)
+	if err == nil || !strings.Contains(err.Error(), file) {
+		t.Fatalf("Open(file) err = %v, want an error naming %q", err, file)
+	}
+	if errors.Is(err, engine.ErrStoreLocked) {
+		t.Fatalf("Open(file) err = %v, must not claim a lock", err)
+	}
+}
+
+func BenchmarkGet(b *testing.B) {
+	storetest.BenchmarkGet(b, open(b, b.TempDir(), engine.SystemClock{}))
+}
+
+func BenchmarkPut(b *testing.B) {
+	storetest.BenchmarkPut(b, open(b, b.TempDir(), engine.SystemClock{}))
+}

@@ -1,0 +1,98 @@
+package topology
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+)
+
+func cfgWith(combos ...config.Combo) *config.Config {
+	return &config.Config{
+		Providers: []config.Provider{
+			{ID: "p1", Kind: "openai", BaseURL: "http://127.0.0.1:1/v1/", Models: []string{"m", "shared"},
+				Connections: []config.Connection{{ID: "k1", APIKey: "s1"}, {ID: "k2", APIKey: "s2"}}},
+			{ID: "p2", Kind: "anthropic", Profile: "oauth", BaseURL: "http://127.0.0.1:2/v1", Models: []string{"shared", "combo-a"},
+				Connections: []config.Connection{{ID: "k3", APIKey: "s3"}}},
+		},
+		Combos: combos,
+	}
+}
+
+func refs(cs []Candidate) string {
+	var out []string
+	for _, c := range cs {
+		out = append(out, c.Connection.Ref+":"+c.Model)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestResolve(t *testing.T) {
+	topo, err := Build(cfgWith(
+		config.Combo{Name: "combo-a", Targets: []config.Target{{Model: "p2/shared"}, {Model: "p1/m", Connection: "k2"}}},
+		config.Combo{Name: "outer", Targets: []config.Target{{Model: "combo-a"}, {Model: "p1/shared"}}},
+	))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]string{
+		"p1/m":    "p1/k1:m,p1/k2:m",
+		"shared":  "p1/k1:shared,p1/k2:shared,p2/k3:shared",
+		"combo-a": "p2/k3:shared,p1/k2:m",
+		"outer":   "p2/k3:shared,p1/k2:m,p1/k1:shared,p1/k2:shared",
+	}
+	for name, want := range cases {
+		res, ok := topo.Resolve(name)
+		if !ok || refs(res.Candidates) != want {
+			t.Errorf("Resolve(%q) = %v %q, want %q", name, ok, refs(res.Candidates), want)
+		}
+	}
+	if res, _ := topo.Resolve("p1/m"); res.Provider == nil || res.Provider.ID != "p1" {
+		t.Error("explicit provider addressing must report the provider")
+	}
+	for _, unknown := range []string{"p1/nope", "nope", "p3/m"} {
+		if _, ok := topo.Resolve(unknown); ok {
+			t.Errorf("Resolve(%q) should be unknown", unknown)
+		}
+	}
+	if len(topo.Warnings) != 1 || !strings.Contains(topo.Warnings[0], `"combo-a" shadows`) {
+		t.Errorf("warnings %v", topo.Warnings)
+	}
+	if got := strings.Join(topo.ModelIDs(), ","); got != "p1/m,p1/shared,p2/combo-a,p2/shared,combo-a,outer" {
+		t.Errorf("ModelIDs %s", got)
+	}
+	if p, _ := topo.Provider("p1"); p.BaseURL != "http://127.0.0.1:1/v1" {
+		t.Errorf("base URL not trimmed: %q", p.BaseURL)
+	}
+}
+
+func TestBuildRejectsCyclesAndBadTargets(t *testing.T) {
+	cases := []struct {
+		combos []config.Combo
+		want   string
+	}{
+		{[]config.Combo{
+			{Name: "a", Targets: []config.Target{{Model: "b"}}},
+			{Name: "b", Targets: []config.Target{{Model: "c"}}},
+			{Name: "c", Targets: []config.Target{{Model: "a"}}},
+		}, "a -> b -> c -> a"},
+		{[]config.Combo{{Name: "x", Targets: []config.Target{{Model: "p1/unlisted"}}}}, `does not list model "unlisted"`},
+		{[]config.Combo{{Name: "x", Targets: []config.Target{{Model: "p1/m", Connection: "k9"}}}}, `no connection "k9"`},
+		{[]config.Combo{{Name: "x", Targets: []config.Target{{Model: "loose"}}}}, "must be provider/model"},
+	}
+	for _, tc := range cases {
+		if _, err := Build(cfgWith(tc.combos...)); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want error containing %q, got %v", tc.want, err)
+		}
+	}
+}
+
+func TestEngineSpecsDefaults(t *testing.T) {
+	specs := EngineSpecs(cfgWith())
+	if specs[0].Profile != "apikey" || !specs[0].UseUpstreamRetryHints {
+		t.Errorf("apikey provider: %+v", specs[0])
+	}
+	if specs[1].Profile != "oauth" || specs[1].UseUpstreamRetryHints {
+		t.Errorf("oauth provider must not use hints by default: %+v", specs[1])
+	}
+}

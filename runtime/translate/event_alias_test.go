@@ -1,6 +1,0 @@
-package translate
-
-import "github.com/breakwater-dev/breakwater/runtime/sse"
-
-// Event shortens sse.Event in the tests.
-type Event = sse.Event
