@@ -21,6 +21,12 @@ import (
 // slowChunkInterval is the pause between two chunks of a slow stream.
 const slowChunkInterval = time.Second
 
+// settleMax is how long the slow-stream curve waits, after a row's
+// streams ended, for the gateway's goroutines and descriptors to come
+// back: fasthttp servers keep an idle worker goroutine up to 10 s and
+// clean idle workers every 10 s, so pooled workers are gone within 20 s.
+const settleMax = 30 * time.Second
+
 // fdReserve is how many descriptors a proxy keeps besides its two per
 // stream (listeners, Badger files, logs).
 const fdReserve = 200
@@ -101,9 +107,17 @@ func (b *bench) configRow(ctx context.Context, what string, n int) (ConfigRow, e
 	return ConfigRow{Size: n, Trio: tr}, nil
 }
 
-// bodyCurve measures requests of every -body-sizes size through the main
-// gateway, the mock answering a two-letter text so only the request grows.
+// bodyCurve measures requests of every -body-sizes size through a gateway
+// of its own (so the main gateway's memory figures stay its own), the mock
+// answering a two-letter text so only the request grows.
 func (b *bench) bodyCurve(ctx context.Context) error {
+	gw, err := b.startGateway(ctx, "gateway-body", func(listen string) []byte {
+		return proc.GatewayConfig(proc.Shape{Listen: listen, DataDir: filepath.Join(b.dir, "data-body"), MockAddr: b.mock.Addr, Providers: 1})
+	})
+	if err != nil {
+		return err
+	}
+	defer gw.Stop()
 	if err := b.mockScript(ctx, map[string]any{"rules": []any{map[string]any{
 		"name": "short answer", "path": "/v1/chat/completions", "responses": []any{map[string]any{"text": "ok"}},
 	}}}); err != nil {
@@ -116,7 +130,7 @@ func (b *bench) bodyCurve(ctx context.Context) error {
 		return load.OpenLoop(ctx, c, req, load.Schedule{Rate: b.o.bodyRate, Duration: d}, b.o.maxInFlight)
 	}
 	for _, size := range b.o.bodySizes {
-		tr, err := b.measureTrio(ctx, b.trio(b.gw, sizedBody(directModel, size), sizedBody(gatewayModel, size), false),
+		tr, err := b.measureTrio(ctx, b.trio(gw, sizedBody(directModel, size), sizedBody(gatewayModel, size), false),
 			measurement{conns: b.o.openConns, openLoop: true, profile: fmt.Sprintf("body-%d", size)},
 			drive, min(b.o.warmup, time.Second), b.o.curveDuration)
 		if err != nil {
@@ -264,11 +278,11 @@ func goroutinesOf(sc *bufio.Scanner) int {
 	return -1
 }
 
-// settledCensus waits up to 10 s after the streams ended for the gateway's
+// settledCensus waits up to 30 s after the streams ended for the gateway's
 // goroutines and descriptors to come back within the leak allowance of
 // before, and returns the last census.
 func (b *bench) settledCensus(ctx context.Context, gw *proc.Child, before Census) Census {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(settleMax)
 	for {
 		c := b.census(ctx, gw)
 		if !leaked(before, c) || time.Now().After(deadline) || ctx.Err() != nil {

@@ -164,7 +164,7 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.slowRamp, "slow-ramp", 5*time.Second, "curves: time over which the slow streams are opened")
 	fs.DurationVar(&o.slowHold, "slow-hold", 4*time.Second, "curves: time every slow stream stays open after the last one opened")
 	bodies := fs.String("body-sizes", "1024,10240,102400,1048576", "curves: request body sizes in bytes, one row each (\"\" skips)")
-	fs.Float64Var(&o.bodyRate, "body-rate", 50, "curves: open-loop rate of the body-size rows, req/s")
+	fs.Float64Var(&o.bodyRate, "body-rate", 10, "curves: open-loop rate of the body-size rows, req/s")
 	fs.BoolVar(&o.skipFailurePath, "skip-failure-path", false, "skip the failure-path benchmark (go test -bench in bench/internal/failpath)")
 	fs.BoolVar(&o.profile, "profile", false, "run the gateways with --pprof and write a CPU and an allocation profile of every measured gateway run to OUT/profiles")
 	if err := fs.Parse(args); err != nil {

@@ -489,7 +489,7 @@ func (r *Report) Markdown() string {
 	}
 
 	if m := r.Memory; m != nil {
-		b.WriteString("## 4. Memory (resident set, from /proc/PID/status)\n\n")
+		b.WriteString("## 4. Memory (resident set, from /proc/PID/status)\n\nPeaks (VmHWM) as they stood after scenarios 1–3.\n\n")
 		t.head("", "mock", "bare proxy", "Breakwater", "Breakwater / bare")
 		t.row("VmRSS idle, after start", mib(m.MockIdleRSS), mib(m.BareIdleRSS), mib(m.GatewayIdleRSS),
 			ratio(float64(m.GatewayIdleRSS), float64(m.BareIdleRSS)))
