@@ -47,12 +47,6 @@ type RateLimitedResult struct {
 	FailureAttempts map[string]int   `json:"failure_attempts,omitempty"`
 }
 
-// addedP99 is the gateway's non-streaming p99 over the bare proxy's
-// (successful requests).
-func (r *RateLimitedResult) addedP99() float64 {
-	return r.Gateway.NonStream.Latency.P99MS - r.Bare.NonStream.Latency.P99MS
-}
-
 // rateLimited is the scenario where routing can win: the benchmark
 // provider has -rl-keys keys, each limited by a token bucket in the mock
 // (-rl-rate per second, bursts of -rl-burst), answering 429 with

@@ -48,8 +48,6 @@ type bench struct {
 	directURL string
 	bareURL   string
 	gwURL     string
-	// gwArgs are the extra `serve` arguments of every gateway started.
-	gwArgs []string
 	// profiler takes the gateways' profiles when -profile is set.
 	profiler *profiler
 }

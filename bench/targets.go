@@ -70,45 +70,37 @@ func na(name, limit, how string) Budget {
 func evaluateTargets(r *Report) []Budget {
 	var out []Budget
 
-	b := na(fmt.Sprintf("max throughput at %d connections", budgetConns), fmt.Sprintf("≥ %.0f %% of the bare proxy", 100*targetThroughputRatio),
+	tp := na(fmt.Sprintf("max throughput at %d connections", budgetConns), fmt.Sprintf("≥ %.0f %% of the bare proxy", 100*targetThroughputRatio),
 		"closed loop, successes per second, Breakwater / bare proxy (§2)")
 	if t := r.Throughput; t != nil && t.Connections == budgetConns && t.Bare.RPS > 0 {
-		b.Figure = fmt.Sprintf("%s (%.0f vs %.0f req/s)", pctRatio(t.Gateway.RPS, t.Bare.RPS), t.Gateway.RPS, t.Bare.RPS)
-		b.Status = passIf(t.Gateway.RPS >= targetThroughputRatio*t.Bare.RPS)
+		tp.Figure = fmt.Sprintf("%s (%.0f vs %.0f req/s)", pctRatio(t.Gateway.RPS, t.Bare.RPS), t.Gateway.RPS, t.Bare.RPS)
+		tp.Status = passIf(t.Gateway.RPS >= targetThroughputRatio*t.Bare.RPS)
 	} else if t != nil {
-		b.Figure = fmt.Sprintf("run at %d connections, not %d", t.Connections, budgetConns)
+		tp.Figure = fmt.Sprintf("run at %d connections, not %d", t.Connections, budgetConns)
 	}
-	out = append(out, b)
+	out = append(out, tp)
 
 	o := findRate(r.OpenLoop, targetRate)
-	b = na(fmt.Sprintf("added p50 at %d req/s", targetRate), fmt.Sprintf("≤ %+.2f ms over the bare proxy", targetAddedP50MS),
-		"open loop, latency from the send, Breakwater p50 − bare p50 (§1)")
-	if o != nil && o.measured() {
-		d := o.Gateway.Latency.P50MS - o.Bare.Latency.P50MS
-		b.Figure = fmt.Sprintf("%s (bare %.3f, Breakwater %.3f)", dms(d), o.Bare.Latency.P50MS, o.Gateway.Latency.P50MS)
-		b.Status = passIf(d <= targetAddedP50MS)
+	open := o != nil && o.measured()
+	var bare, gw Latency
+	if open {
+		bare, gw = o.Bare.Latency, o.Gateway.Latency
 	}
-	out = append(out, b)
+	out = append(out,
+		overBare(fmt.Sprintf("added p50 at %d req/s", targetRate), "open loop, latency from the send, Breakwater p50 − bare p50 (§1)",
+			targetAddedP50MS, open, bare.P50MS, gw.P50MS),
+		overBare(fmt.Sprintf("added p99 at %d req/s", targetRate), "as above, p99", targetAddedP99MS, open, bare.P99MS, gw.P99MS))
 
-	b = na(fmt.Sprintf("added p99 at %d req/s", targetRate), fmt.Sprintf("≤ %+.2f ms over the bare proxy", targetAddedP99MS),
-		"as above, p99")
-	if o != nil && o.measured() {
-		d := o.Gateway.Latency.P99MS - o.Bare.Latency.P99MS
-		b.Figure = fmt.Sprintf("%s (bare %.3f, Breakwater %.3f)", dms(d), o.Bare.Latency.P99MS, o.Gateway.Latency.P99MS)
-		b.Status = passIf(d <= targetAddedP99MS)
+	st := r.Streaming
+	streams := st != nil && st.measured() && st.Gateway.FirstData != nil && st.Bare.FirstData != nil
+	var bareFirst, gwFirst float64
+	if streams {
+		bareFirst, gwFirst = st.Bare.FirstData.P50MS, st.Gateway.FirstData.P50MS
 	}
-	out = append(out, b)
+	out = append(out, overBare("stream first-byte p50", "send → first `data:` line, Breakwater p50 − bare p50 (§3)",
+		targetFirstDataP50MS, streams, bareFirst, gwFirst))
 
-	b = na("stream first-byte p50", fmt.Sprintf("≤ %+.2f ms over the bare proxy", targetFirstDataP50MS),
-		"send → first `data:` line, Breakwater p50 − bare p50 (§3)")
-	if st := r.Streaming; st != nil && st.measured() && st.Gateway.FirstData != nil && st.Bare.FirstData != nil {
-		d := st.Gateway.FirstData.P50MS - st.Bare.FirstData.P50MS
-		b.Figure = fmt.Sprintf("%s (bare %.3f, Breakwater %.3f)", dms(d), st.Bare.FirstData.P50MS, st.Gateway.FirstData.P50MS)
-		b.Status = passIf(d <= targetFirstDataP50MS)
-	}
-	out = append(out, b)
-
-	b = na("gateway CPU per request", fmt.Sprintf("≤ %.2f× the bare proxy's", targetCPURatio),
+	b := na("gateway CPU per request", fmt.Sprintf("≤ %.2f× the bare proxy's", targetCPURatio),
 		"CPU time (/proc/PID/stat) of the process in the middle over requests sent, max-throughput run (§2)")
 	if t := r.Throughput; t != nil && t.measured() && t.Bare.ProxyCPUMS > 0 {
 		gp, _ := cpuOfRun(t.Gateway)
@@ -129,6 +121,18 @@ func evaluateTargets(r *Report) []Budget {
 	out = append(out, r.curveTargets()...)
 	out = append(out, r.fireTargets()...)
 	return out
+}
+
+// overBare judges a latency of the gateway against the bare proxy's in the
+// same run: at most limitMS more; N/A unless measured.
+func overBare(name, how string, limitMS float64, measured bool, bare, gw float64) Budget {
+	b := na(name, fmt.Sprintf("≤ %+.2f ms over the bare proxy", limitMS), how)
+	if measured {
+		d := gw - bare
+		b.Figure = fmt.Sprintf("%s (bare %.3f, Breakwater %.3f)", dms(d), bare, gw)
+		b.Status = passIf(d <= limitMS)
+	}
+	return b
 }
 
 func orDefault(level string) string {
