@@ -146,6 +146,18 @@ func TestEvaluateTargets(t *testing.T) {
 		{"51 goroutines left", "no goroutine", "FAIL", func(r *Report) { r.Curves.SlowStreams.Rows[0].After.Goroutines = 81 }},
 		{"26 fds left", "no goroutine", "FAIL", func(r *Report) { r.Curves.SlowStreams.Rows[0].After.FDs = 46 }},
 		{"census unreadable", "no goroutine", "FAIL", func(r *Report) { r.Curves.SlowStreams.Rows[0].After.Goroutines = -1 }},
+		{"a pool filled by the row before is no leak", "no goroutine", "PASS", func(r *Report) {
+			s := r.Curves.SlowStreams
+			first := SlowStreamRow{Streams: 1000, Before: Census{Goroutines: 30, FDs: 20}, After: Census{Goroutines: 540, FDs: 280}}
+			s.Rows[0].Before, s.Rows[0].After = first.After, Census{Goroutines: 560, FDs: 290}
+			s.Rows = append([]SlowStreamRow{first}, s.Rows...)
+		}},
+		{"growing past the row before is", "no goroutine", "FAIL", func(r *Report) {
+			s := r.Curves.SlowStreams
+			first := SlowStreamRow{Streams: 1000, Before: Census{Goroutines: 30, FDs: 20}, After: Census{Goroutines: 540, FDs: 280}}
+			s.Rows[0].Before, s.Rows[0].After = first.After, Census{Goroutines: 1540, FDs: 290}
+			s.Rows = append([]SlowStreamRow{first}, s.Rows...)
+		}},
 		{"body: gateway grows faster than two passes", "overhead per MB", "FAIL", func(r *Report) {
 			r.Curves.BodySize.Rows[1].Gateway.Latency.P50MS = 2.1 // +1.1 − 0.2 = 0.9 ms/MB > 2 × 0.4
 		}},
