@@ -167,7 +167,7 @@ func (b *bench) underFire(ctx context.Context) error {
 // when it wrote any.
 func (b *bench) noteLog(c *proc.Child) {
 	if access, other, tail := c.LogSummary(12); other > 0 {
-		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("the %s wrote %d log lines besides its %d access lines; the last ones:\n%s",
+		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("the %s wrote %d warning or error lines (and %d access lines); the last ones:\n%s",
 			c.Name, other, access, tail))
 	}
 }

@@ -27,10 +27,10 @@ func raiseFileLimit() string {
 	// Without the right to raise the hard limit, go as far as it allows.
 	want.Cur, want.Max = lim.Max, lim.Max
 	if err := syscall.Setrlimit(syscall.RLIMIT_NOFILE, &want); err != nil {
-		return fmt.Sprintf("the open-file limit stays at %d: %v (the largest slow-stream rows may fail)", lim.Cur, err)
+		return fmt.Sprintf("the open-file limit stays at %d: %v (the slow-stream rows run with at most (limit − 200) / 2 streams)", lim.Cur, err)
 	}
 	if lim.Max < wantFiles {
-		return fmt.Sprintf("the open-file limit could only be raised to %d (hard limit): the largest slow-stream rows may fail", lim.Max)
+		return fmt.Sprintf("the open-file limit could only be raised to %d (the hard limit, which this process may not raise): the slow-stream rows run with at most (limit − 200) / 2 streams", lim.Max)
 	}
 	return ""
 }

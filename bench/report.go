@@ -55,9 +55,10 @@ type GatewaySetup struct {
 	// ConfigChanges lists what the harness's configuration sets beyond
 	// providers, listen address and state path.
 	ConfigChanges []string `json:"config_changes"`
-	// AccessLines and OtherLines count the main gateway's log lines.
+	// AccessLines counts the main gateway's access log lines, OtherLines
+	// its warnings and errors.
 	AccessLines int `json:"access_log_lines"`
-	OtherLines  int `json:"other_log_lines"`
+	OtherLines  int `json:"warning_log_lines"`
 	// Requests is how many requests the main gateway was sent.
 	Requests int `json:"requests"`
 	// Pprof reports whether the gateways ran with --pprof.

@@ -177,7 +177,7 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 	access, other, tail := gw.LogSummary(12)
 	rep.Gateway.AccessLines, rep.Gateway.OtherLines = access, other
 	if other > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the gateway wrote %d log lines besides its %d access lines; the last ones:\n%s", other, access, tail))
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the gateway wrote %d warning or error lines (and %d access lines); the last ones:\n%s", other, access, tail))
 	}
 	for _, c := range []*proc.Child{gw, bare} {
 		if err := c.Stop(); err != nil {

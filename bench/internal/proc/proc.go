@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -74,9 +75,13 @@ func (c *Child) LogTail(n int) string {
 // sub-logger of the root logger "breakwater").
 const accessMark = "breakwater.access:"
 
+// quietLevels mark log lines that are routine (hclog's text format).
+var quietLevels = []string{"[INFO]", "[DEBUG]", "[TRACE]"}
+
 // LogSummary scans what the child has written so far: how many lines are
-// access log lines, how many are not, and the last n of the others (its
-// address banner left out).
+// access log lines, how many are neither access lines nor routine (info,
+// debug, trace) lines — warnings, errors, anything not in hclog's format
+// such as a panic — and the last n of those (its address banner left out).
 func (c *Child) LogSummary(n int) (access, other int, tail string) {
 	f, err := os.Open(c.logPath)
 	if err != nil {
@@ -90,6 +95,9 @@ func (c *Child) LogSummary(n int) (access, other int, tail string) {
 		line := sc.Text()
 		if strings.Contains(line, accessMark) {
 			access++
+			continue
+		}
+		if slices.ContainsFunc(quietLevels, func(l string) bool { return strings.Contains(line, l) }) {
 			continue
 		}
 		other++

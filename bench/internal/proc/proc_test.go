@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -163,5 +164,27 @@ func TestFireGatewayConfigIsValid(t *testing.T) {
 	}
 	if r.StreamRecovery.ContentStallTimeoutMS != 500 {
 		t.Errorf("content_stall_timeout_ms = %d, want 500", r.StreamRecovery.ContentStallTimeoutMS)
+	}
+}
+
+func TestLogSummary(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/gw.log"
+	log := "2026-01-01T00:00:00Z [INFO]  breakwater.server: listening: addr=127.0.0.1:1\n" +
+		"2026-01-01T00:00:01Z [INFO]  breakwater.access: request: request_id=1 status=200\n" +
+		"2026-01-01T00:00:01Z [WARN]  breakwater.engine: connection cooling: id=a\n" +
+		"2026-01-01T00:00:02Z [INFO]  breakwater.access: request: request_id=2 status=200\n" +
+		"panic: something\n" +
+		"2026-01-01T00:00:03Z [ERROR] breakwater.server: upstream failed\n"
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Child{logPath: path}
+	access, other, tail := c.LogSummary(2)
+	if access != 2 || other != 3 {
+		t.Errorf("access %d, other %d; want 2 access lines and 3 warnings, errors and others", access, other)
+	}
+	if want := "panic: something\n2026-01-01T00:00:03Z [ERROR] breakwater.server: upstream failed"; tail != want {
+		t.Errorf("tail = %q, want %q", tail, want)
 	}
 }
