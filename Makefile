@@ -37,8 +37,10 @@ lint:
 	$(GO) vet ./...
 	$(GOBIN)/staticcheck ./...
 
+# PROFILE=1 also writes CPU and allocation profiles of the gateway for
+# every scenario to bench/results/profiles (the gateway runs with --pprof).
 bench: build
-	$(GO) run ./bench -bin ./$(BIN) -out bench/results
+	$(GO) run ./bench -bin ./$(BIN) -out bench/results $(if $(filter 1,$(PROFILE)),-profile)
 
 clean:
 	rm -rf bin

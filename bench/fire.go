@@ -79,16 +79,13 @@ type fireGateway struct {
 // while its breakers are watched, then, under the same load, the down
 // provider is switched back to healthy.
 func (b *bench) underFire(ctx context.Context) error {
-	port, err := proc.FreePort()
-	if err != nil {
-		return err
-	}
-	cfg := proc.FireGatewayConfig(proc.FireConfig{
-		Listen: fmt.Sprintf("127.0.0.1:%d", port), DataDir: filepath.Join(b.dir, "data-fire"), MockAddr: b.mock.Addr,
-		BreakerResetMS: b.o.breakerReset.Milliseconds(), ContentStallTimeoutMS: fireContentStallMS,
-		CooldownWaitAttempts: fireWaitAttempts,
+	child, err := b.startGateway(ctx, "gateway-fire", func(listen string) []byte {
+		return proc.FireGatewayConfig(proc.FireConfig{
+			Listen: listen, DataDir: filepath.Join(b.dir, "data-fire"), MockAddr: b.mock.Addr,
+			BreakerResetMS: b.o.breakerReset.Milliseconds(), ContentStallTimeoutMS: fireContentStallMS,
+			CooldownWaitAttempts: fireWaitAttempts,
+		})
 	})
-	child, err := proc.StartGatewayWith(ctx, b.bin, b.dir, "gateway-fire", cfg)
 	if err != nil {
 		return err
 	}
@@ -113,18 +110,13 @@ func (b *bench) underFire(ctx context.Context) error {
 	}}
 	b.rep.UnderFire = res
 
-	// Direct: the same load straight to the flaky provider's first key.
-	fmt.Fprintf(os.Stderr, "bench:   direct to %s1 for %v...\n", proc.FireUpKeyPrefix, b.o.fireDuration)
-	direct, err := b.fireRun(ctx, b.fireRequests("http://"+b.mock.Addr+"/v1/chat/completions",
-		map[string]string{"Authorization": "Bearer " + proc.FireUpKeyPrefix + "1"}), b.o.fireDuration, nil)
+	// Direct, then through the bare proxy: the same load to the flaky
+	// provider's first key.
+	sides, err := b.rawSides(ctx, proc.FireUpKeyPrefix+"1", b.fireRun)
 	if err != nil {
 		return err
 	}
-	res.Direct = fireSide("direct", direct)
-	logSide(res.Direct)
-	if err := sleepCtx(ctx, b.o.settle); err != nil {
-		return err
-	}
+	res.Direct, res.Bare = sides[0], sides[1]
 
 	// Gateway, breakers watched.
 	fmt.Fprintf(os.Stderr, "bench:   gateway for %v...\n", b.o.fireDuration)
@@ -133,6 +125,9 @@ func (b *bench) underFire(ctx context.Context) error {
 		return err
 	}
 	sampler := proc.NewSampler(child.PID(), 100*time.Millisecond)
+	if prof := b.profile(ctx, child, "under-fire", b.o.fireDuration); prof != nil {
+		defer prof.wait()
+	}
 	var results [2]*load.Result
 	ticks, err := b.watched(ctx, gw, nil, func() error {
 		var err error
@@ -149,7 +144,7 @@ func (b *bench) underFire(ctx context.Context) error {
 	}
 	res.Gateway = fireSide("gateway", results)
 	logSide(res.Gateway)
-	b.fillFire(res, direct, results, before, after, ticks)
+	b.fillFire(res, results, before, after, ticks)
 	fmt.Fprintf(os.Stderr, "bench:   %.2f upstream calls per success, %d calls to an OPEN breaker\n", res.AttemptsPerSuccess, res.WastedCalls)
 
 	if !b.o.skipRecovery {
@@ -164,25 +159,22 @@ func (b *bench) underFire(ctx context.Context) error {
 		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("the under-fire gateway exited during the run (%v); its log:\n%s", werr, child.LogTail(30)))
 		return errors.New("the under-fire gateway exited")
 	}
-	if n := child.LogLines(); n > 0 {
-		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("the under-fire gateway (at --log-level warn) wrote %d log lines; the last ones:\n%s", n, child.LogTail(12)))
-	}
+	b.noteLog(child)
 	return nil
+}
+
+// noteLog adds a note with a gateway's log lines other than access lines,
+// when it wrote any.
+func (b *bench) noteLog(c *proc.Child) {
+	if access, other, tail := c.LogSummary(12); other > 0 {
+		b.rep.Notes = append(b.rep.Notes, fmt.Sprintf("the %s wrote %d warning or error lines (and %d access lines); the last ones:\n%s",
+			c.Name, other, access, tail))
+	}
 }
 
 // fillFire derives the under-fire figures from the runs, the mock's
 // counters before and after the gateway run, and the breaker watch.
-func (b *bench) fillFire(res *UnderFireResult, direct, gw [2]*load.Result, before, after mockStats, ticks []fireTick) {
-	d, g := res.Direct, res.Gateway
-	res.AddedP50MS = g.NonStream.Latency.P50MS - d.NonStream.Latency.P50MS
-	res.AddedP99MS = g.NonStream.Latency.P99MS - d.NonStream.Latency.P99MS
-	if g.Stream.FirstData != nil && d.Stream.FirstData != nil {
-		res.AddedFirstDataP50MS = g.Stream.FirstData.P50MS - d.Stream.FirstData.P50MS
-		res.AddedFirstDataP99MS = g.Stream.FirstData.P99MS - d.Stream.FirstData.P99MS
-	}
-	res.AddedStreamP50MS = g.Stream.Latency.P50MS - d.Stream.Latency.P50MS
-	res.AddedStreamP99MS = g.Stream.Latency.P99MS - d.Stream.Latency.P99MS
-
+func (b *bench) fillFire(res *UnderFireResult, gw [2]*load.Result, before, after mockStats, ticks []fireTick) {
 	res.CallsByKey = map[string]int64{}
 	for _, p := range fireProviders() {
 		for _, k := range proc.FireKeys(p.prefix) {
@@ -191,7 +183,7 @@ func (b *bench) fillFire(res *UnderFireResult, direct, gw [2]*load.Result, befor
 			res.UpstreamCalls += n
 		}
 	}
-	if g.OK > 0 {
+	if g := res.Gateway; g.OK > 0 {
 		res.AttemptsPerSuccess = float64(res.UpstreamCalls) / float64(g.OK)
 	}
 	res.SuccessAttempts = tallyOf(gw[:], headerAttempts, true)
@@ -413,6 +405,30 @@ func seriesOf(ticks []fireTick, provider string) []watch.Sample {
 	return out
 }
 
+// loadRun sends a two-request (non-streaming, streaming) load for d, or
+// until stop is closed.
+type loadRun func(ctx context.Context, reqs [2]load.Request, d time.Duration, stop <-chan struct{}) ([2]*load.Result, error)
+
+// rawSides sends a load with run straight to the mock, then through the
+// bare proxy, with key as the API key: the faults as a client without a
+// gateway sees them. A pause lets key's limits recover after each.
+func (b *bench) rawSides(ctx context.Context, key string, run loadRun) ([2]FireSide, error) {
+	var out [2]FireSide
+	for i, side := range []struct{ name, url string }{{"direct", b.directURL}, {"bare", b.bareURL}} {
+		fmt.Fprintf(os.Stderr, "bench:   %s with %s for %v...\n", side.name, key, b.o.fireDuration)
+		results, err := run(ctx, b.fireRequests(side.url, map[string]string{"Authorization": "Bearer " + key}), b.o.fireDuration, nil)
+		if err != nil {
+			return out, err
+		}
+		out[i] = fireSide(side.name, results)
+		logSide(out[i])
+		if err := sleepCtx(ctx, max(b.o.settle, time.Second)); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
 // fireRequests returns the non-streaming and the streaming request of the
 // under-fire load to url, with extra request headers; gateway requests
 // (no headers) tally the attempts and provider headers.
@@ -431,7 +447,24 @@ func (b *bench) fireRequests(url string, header map[string]string) [2]load.Reque
 // never): both requests of reqs at once, each in its own open loop at its
 // share of -fire-rate, each with its own client.
 func (b *bench) fireRun(ctx context.Context, reqs [2]load.Request, d time.Duration, stop <-chan struct{}) ([2]*load.Result, error) {
-	rates := [2]float64{(1 - fireStreamShare) * b.o.fireRate, fireStreamShare * b.o.fireRate}
+	return b.splitRun(ctx, reqs, stop, func(i int) load.Schedule {
+		return load.Schedule{Rate: fireShare(i) * b.o.fireRate, Duration: d}
+	})
+}
+
+// fireShare is the share of a load's rate that request i of the pair
+// (non-streaming, streaming) gets.
+func fireShare(i int) float64 {
+	if i == 1 {
+		return fireStreamShare
+	}
+	return 1 - fireStreamShare
+}
+
+// splitRun sends both requests of reqs at once, request i on the schedule
+// sched(i), each in its own open loop with its own client, until the
+// schedules end or stop is closed.
+func (b *bench) splitRun(ctx context.Context, reqs [2]load.Request, stop <-chan struct{}, sched func(i int) load.Schedule) ([2]*load.Result, error) {
 	var (
 		out  [2]*load.Result
 		errs [2]error
@@ -443,7 +476,7 @@ func (b *bench) fireRun(ctx context.Context, reqs [2]load.Request, d time.Durati
 			defer wg.Done()
 			c := load.NewClient(b.o.openConns, b.o.timeout)
 			defer c.CloseIdleConnections()
-			out[i], errs[i] = load.OpenLoopUntil(ctx, c, reqs[i], load.Schedule{Rate: rates[i], Duration: d}, b.o.maxInFlight, stop)
+			out[i], errs[i] = load.OpenLoopUntil(ctx, c, reqs[i], sched(i), b.o.maxInFlight, stop)
 		}()
 	}
 	wg.Wait()

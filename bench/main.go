@@ -1,15 +1,21 @@
-// Command bench is Breakwater's load harness. It starts the mock upstream
-// and the gateway as child processes on loopback, then measures — in one
-// run, side by side — a direct call to the mock against the same call
-// through the gateway: fixed-rate (open-loop) latency, closed-loop maximum
-// throughput, streaming time to first byte, and the gateway's memory. Then,
-// with a second gateway in front of a hard-down provider and a flaky one,
-// the same comparison under fire (client success, upstream attempts per
-// success, added latency, calls to a provider whose breaker is open) and
-// the time a recovered provider takes to get traffic again. It writes
+// Command bench is Breakwater's load harness. It starts the mock upstream,
+// a bare fasthttp reverse proxy of its own (this binary, run as `bench
+// bareproxy`: the floor of one extra hop) and the gateway as child
+// processes on loopback, then measures every load three ways in one run —
+// straight to the mock, through the bare proxy, through the gateway —
+// and judges the gateway against the bare proxy: fixed-rate (open-loop)
+// latency, closed-loop maximum throughput, streaming time to first byte,
+// CPU per request and memory; then the cost as the work grows (providers,
+// connections and combos in the configuration, thousands of slow streams,
+// request bodies up to 1 MB, the failure path with 100 operator rules);
+// then, with gateways in front of a hard-down provider and a flaky one,
+// the same comparison under fire, the time a recovered provider takes to
+// get traffic again, and a rate-limited provider whose keys each have a
+// token bucket. With -profile the gateways expose pprof on loopback and
+// every gateway run leaves a CPU and an allocation profile. It writes
 // OUT/latest.md and OUT/latest.json and prints the markdown.
 //
-//	go run ./bench -bin ./bin/breakwater -out bench/results [-quick]
+//	go run ./bench -bin ./bin/breakwater -out bench/results [-quick] [-profile]
 package main
 
 import (
@@ -56,9 +62,32 @@ type options struct {
 	recoveryMax       time.Duration
 	skipFire          bool
 	skipRecovery      bool
+	skipRateLimited   bool
+	rlKeys            int
+	rlRate            float64
+	rlBurst           int
+	rlLoad            float64
+	skipCurves        bool
+	curveRate         float64
+	curveDuration     time.Duration
+	curveProviders    []int
+	curveConnections  []int
+	curveCombos       []int
+	slowStreams       []int
+	slowRamp          time.Duration
+	slowHold          time.Duration
+	bodySizes         []int
+	bodyRate          float64
+	skipFailurePath   bool
+	profile           bool
 }
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == bareProxyCommand {
+		os.Exit(runBareProxy(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:]))
+}
 
 func run(args []string) int {
 	opts, err := parseFlags(args)
@@ -81,8 +110,8 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench:", runErr)
 		return 1
 	}
-	if opts.strict && (failed(rep.Budgets) || failed(rep.ProofBudgets)) {
-		fmt.Fprintln(os.Stderr, "bench: a budget failed (-strict)")
+	if opts.strict && (failed(rep.Targets) || failed(rep.Budgets)) {
+		fmt.Fprintln(os.Stderr, "bench: a target or budget failed (-strict)")
 		return 1
 	}
 	return 0
@@ -120,6 +149,24 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.recoveryMax, "recovery-max", 30*time.Second, "recovery: longest load after the down provider comes back")
 	fs.BoolVar(&o.skipFire, "skip-fire", false, "skip the under-fire and recovery scenarios")
 	fs.BoolVar(&o.skipRecovery, "skip-recovery", false, "skip the recovery scenario")
+	fs.BoolVar(&o.skipRateLimited, "skip-rate-limited", false, "skip the rate-limited scenario")
+	fs.IntVar(&o.rlKeys, "rl-keys", 2, "rate-limited: API keys of the limited provider, each with its own token bucket")
+	fs.Float64Var(&o.rlRate, "rl-rate", 5, "rate-limited: each key's token bucket refill, requests per second")
+	fs.IntVar(&o.rlBurst, "rl-burst", 5, "rate-limited: each key's token bucket size")
+	fs.Float64Var(&o.rlLoad, "rl-load", 0.7, "rate-limited: offered load as a share of the keys' total capacity")
+	fs.BoolVar(&o.skipCurves, "skip-curves", false, "skip the cost-as-the-work-grows curves")
+	fs.Float64Var(&o.curveRate, "curve-rate", targetRate, "curves: open-loop rate of the configuration-size rows, req/s")
+	fs.DurationVar(&o.curveDuration, "curve-duration", 5*time.Second, "curves: measured time of each configuration-size and body-size row")
+	providers := fs.String("curve-providers", "1,10,100,1000", "curves: providers in the configuration, one row each (\"\" skips)")
+	connections := fs.String("curve-connections", "1,10,100,1000", "curves: connections of the routed provider, one row each (\"\" skips)")
+	combos := fs.String("curve-combos", "1,10,50,200", "curves: combos in the configuration, one row each (\"\" skips)")
+	slow := fs.String("slow-streams", "10,100,1000,10000", "curves: concurrent slow streams (one chunk a second), one row each (\"\" skips)")
+	fs.DurationVar(&o.slowRamp, "slow-ramp", 5*time.Second, "curves: time over which the slow streams are opened")
+	fs.DurationVar(&o.slowHold, "slow-hold", 4*time.Second, "curves: time every slow stream stays open after the last one opened")
+	bodies := fs.String("body-sizes", "1024,10240,102400,1048576", "curves: request body sizes in bytes, one row each (\"\" skips)")
+	fs.Float64Var(&o.bodyRate, "body-rate", 10, "curves: open-loop rate of the body-size rows, req/s")
+	fs.BoolVar(&o.skipFailurePath, "skip-failure-path", false, "skip the failure-path benchmark (go test -bench in bench/internal/failpath)")
+	fs.BoolVar(&o.profile, "profile", false, "run the gateways with --pprof and write a CPU and an allocation profile of every measured gateway run to OUT/profiles")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -137,6 +184,14 @@ func parseFlags(args []string) (options, error) {
 			"fire-duration":       func() { o.fireDuration = 3 * time.Second },
 			"breaker-reset":       func() { o.breakerReset = 2 * time.Second },
 			"recovery-max":        func() { o.recoveryMax = 5 * time.Second },
+			"curve-duration":      func() { o.curveDuration = 1500 * time.Millisecond },
+			"curve-providers":     func() { *providers = "1,1000" },
+			"curve-connections":   func() { *connections = "1,1000" },
+			"curve-combos":        func() { *combos = "1,200" },
+			"slow-streams":        func() { *slow = "10,1000" },
+			"slow-ramp":           func() { o.slowRamp = time.Second },
+			"slow-hold":           func() { o.slowHold = 2 * time.Second },
+			"body-sizes":          func() { *bodies = "1024,1048576" },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -154,7 +209,21 @@ func parseFlags(args []string) (options, error) {
 		}
 		o.rates = append(o.rates, r)
 	}
+	for _, l := range []struct {
+		name string
+		text string
+		into *[]int
+	}{{"-curve-providers", *providers, &o.curveProviders}, {"-curve-connections", *connections, &o.curveConnections},
+		{"-curve-combos", *combos, &o.curveCombos}, {"-slow-streams", *slow, &o.slowStreams}, {"-body-sizes", *bodies, &o.bodySizes}} {
+		v, err := intList(l.text)
+		if err != nil {
+			return o, fmt.Errorf("%s: %w", l.name, err)
+		}
+		*l.into = v
+	}
 	switch {
+	case o.rlKeys < 1, o.rlBurst < 1, o.rlRate <= 0, o.rlLoad <= 0, o.curveRate <= 0, o.bodyRate <= 0, o.curveDuration <= 0, o.slowRamp <= 0, o.slowHold <= 0:
+		return o, errors.New("-rl-keys, -rl-burst, -rl-rate, -rl-load, -curve-rate, -body-rate, -curve-duration, -slow-ramp and -slow-hold must be > 0")
 	case o.conns < 1, o.openConns < 1, o.streamWorkers < 1, o.streamChunks < 1, o.maxInFlight < 1:
 		return o, errors.New("-conns, -open-conns, -stream-workers, -stream-chunks and -max-inflight must be ≥ 1")
 	case o.openDuration <= 0, o.throughputDur <= 0, o.streamDuration <= 0, o.timeout <= 0:
@@ -171,6 +240,26 @@ func parseFlags(args []string) (options, error) {
 		return o, fmt.Errorf("-fire-retry-header %q: want `Name: value`", o.fireRetryHeader)
 	}
 	return o, nil
+}
+
+// intList parses a comma-separated list of positive integers, in
+// increasing order ("" is an empty list).
+func intList(text string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(text, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q is not a positive integer", f)
+		}
+		if len(out) > 0 && n <= out[len(out)-1] {
+			return nil, fmt.Errorf("%d is not larger than the value before it", n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }
 
 // write stores the report as OUT/latest.md and OUT/latest.json.
@@ -219,6 +308,9 @@ func newReport(o options) *Report {
 			BreakerResetMS:        o.breakerReset.Milliseconds(),
 			FirePollMS:            float64(o.firePoll) / float64(time.Millisecond),
 			RecoveryMaxSeconds:    o.recoveryMax.Seconds(),
+			CurveRatePerS:         o.curveRate,
+			CurveSeconds:          o.curveDuration.Seconds(),
+			Profile:               o.profile,
 		},
 	}
 }

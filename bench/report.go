@@ -13,47 +13,56 @@ import (
 	"github.com/breakwater-dev/breakwater/bench/internal/stats"
 )
 
-// Budget limits checked by every run.
-const (
-	// budgetAddedP50MS is the most the gateway may add to p50 latency at
-	// budgetAddedRate req/s.
-	budgetAddedP50MS = 0.5
-	budgetAddedRate  = 500
-	// budgetFullRate is the rate the gateway must serve with 100 % success,
-	// keeping up: at least budgetKeepUp of the rate achieved (successes per
-	// second from the first send to the last answer).
-	budgetFullRate = 2000
-	budgetKeepUp   = 0.9
-	// budgetThroughputRatio is the least gateway/direct throughput ratio
-	// at budgetConns connections.
-	budgetThroughputRatio = 0.15
-	budgetConns           = 64
-	// budgetPeakRSS is the most the gateway's VmHWM may reach (100 MiB).
-	budgetPeakRSS = 100 << 20
-)
+// budgetConns is the number of connections of the max-throughput run the
+// targets are stated for.
+const budgetConns = 64
 
 // Report is everything one benchmark run measured; it is written as
 // latest.json and rendered as latest.md.
 type Report struct {
-	Date       string            `json:"date"`
-	LoadAvg    string            `json:"load_avg"`
-	Commit     string            `json:"commit"`
-	GoVersion  string            `json:"go_version"`
-	Platform   string            `json:"platform"`
-	CPUs       int               `json:"cpus"`
-	Quick      bool              `json:"quick"`
-	Settings   Settings          `json:"settings"`
+	Date      string   `json:"date"`
+	LoadAvg   string   `json:"load_avg"`
+	Commit    string   `json:"commit"`
+	GoVersion string   `json:"go_version"`
+	Platform  string   `json:"platform"`
+	CPUs      int      `json:"cpus"`
+	Quick     bool     `json:"quick"`
+	Settings  Settings `json:"settings"`
+	// Gateway describes how the gateway under test ran.
+	Gateway    GatewaySetup      `json:"gateway"`
 	OpenLoop   []OpenLoopResult  `json:"open_loop"`
 	Throughput *ThroughputResult `json:"throughput,omitempty"`
 	Streaming  *StreamingResult  `json:"streaming,omitempty"`
 	Memory     *MemoryResult     `json:"memory,omitempty"`
-	UnderFire  *UnderFireResult  `json:"under_fire,omitempty"`
-	Recovery   *RecoveryResult   `json:"recovery,omitempty"`
-	// Budgets are the foundation budgets; ProofBudgets the stricter
-	// proof-under-fire ones.
-	Budgets      []Budget `json:"budgets"`
-	ProofBudgets []Budget `json:"proof_budgets"`
-	Notes        []string `json:"notes,omitempty"`
+	// Curves are the cost-as-the-work-grows scenarios.
+	Curves      *Curves            `json:"curves,omitempty"`
+	UnderFire   *UnderFireResult   `json:"under_fire,omitempty"`
+	Recovery    *RecoveryResult    `json:"recovery,omitempty"`
+	RateLimited *RateLimitedResult `json:"rate_limited,omitempty"`
+	// Profiles are the gateway's CPU and allocation profiles (PROFILE=1).
+	Profiles []Profile `json:"profiles,omitempty"`
+	// Targets are the targets of the "thinnest possible proxy" issue,
+	// judged against the bare proxy; Budgets the earlier budgets kept.
+	Targets []Budget `json:"targets"`
+	Budgets []Budget `json:"budgets"`
+	Notes   []string `json:"notes,omitempty"`
+}
+
+// GatewaySetup is how the gateway under test was run.
+type GatewaySetup struct {
+	// LogLevel is the --log-level given ("" = the default, info).
+	LogLevel string `json:"log_level"`
+	// ConfigChanges lists what the harness's configuration sets beyond
+	// providers, listen address and state path.
+	ConfigChanges []string `json:"config_changes"`
+	// AccessLines counts the main gateway's access log lines, OtherLines
+	// its warnings and errors.
+	AccessLines int `json:"access_log_lines"`
+	OtherLines  int `json:"warning_log_lines"`
+	// Requests is how many requests the main gateway was sent.
+	Requests int `json:"requests"`
+	// Pprof reports whether the gateways ran with --pprof.
+	Pprof bool `json:"pprof"`
 }
 
 // Settings are the run's parameters.
@@ -76,6 +85,9 @@ type Settings struct {
 	BreakerResetMS        int64     `json:"breaker_reset_ms"`
 	FirePollMS            float64   `json:"fire_poll_ms"`
 	RecoveryMaxSeconds    float64   `json:"recovery_max_s"`
+	CurveRatePerS         float64   `json:"curve_rate_per_s"`
+	CurveSeconds          float64   `json:"curve_s"`
+	Profile               bool      `json:"profile"`
 }
 
 // Latency is a latency summary in milliseconds.
@@ -108,48 +120,45 @@ type Run struct {
 	FirstData *Latency `json:"first_data,omitempty"`
 	// UpstreamCalls is the mock's call count for the run (-1 unknown).
 	UpstreamCalls int64 `json:"upstream_calls"`
-	// MockCPUMS and GatewayCPUMS are the CPU time the servers used.
-	MockCPUMS    float64 `json:"mock_cpu_ms"`
-	GatewayCPUMS float64 `json:"gateway_cpu_ms"`
+	// MockCPUMS is the CPU time the mock used; ProxyCPUMS that of the
+	// process in the middle (the bare proxy or the gateway; 0 direct).
+	MockCPUMS  float64 `json:"mock_cpu_ms"`
+	ProxyCPUMS float64 `json:"proxy_cpu_ms"`
 	// GeneratorCPUPct is the load generator's CPU use, % of one core.
 	GeneratorCPUPct float64 `json:"generator_cpu_pct"`
-	// GatewayMaxRSS is the highest gateway VmRSS sampled (every 100 ms)
-	// during a gateway run, in bytes; 0 for direct runs.
-	GatewayMaxRSS int64          `json:"gateway_max_rss_bytes,omitempty"`
-	Errors        map[string]int `json:"errors,omitempty"`
+	// ProxyMaxRSS is the highest VmRSS of the process in the middle,
+	// sampled every 100 ms, in bytes; 0 for direct runs.
+	ProxyMaxRSS int64          `json:"proxy_max_rss_bytes,omitempty"`
+	Errors      map[string]int `json:"errors,omitempty"`
 }
+
+// Trio is one load measured three ways: straight to the mock, through the
+// bare proxy, through the gateway.
+type Trio struct {
+	Direct  Run `json:"direct"`
+	Bare    Run `json:"bare"`
+	Gateway Run `json:"gateway"`
+}
+
+// measured reports whether all three runs had successes.
+func (t Trio) measured() bool { return t.Direct.OK > 0 && t.Bare.OK > 0 && t.Gateway.OK > 0 }
 
 // OpenLoopResult is scenario 1 at one rate.
 type OpenLoopResult struct {
 	RatePerS float64 `json:"rate_per_s"`
-	Direct   Run     `json:"direct"`
-	Gateway  Run     `json:"gateway"`
-	// Added* are gateway minus direct: of Latency, and of FromSchedule.
-	AddedP50MS             float64 `json:"added_p50_ms"`
-	AddedP99MS             float64 `json:"added_p99_ms"`
-	AddedFromScheduleP50MS float64 `json:"added_from_schedule_p50_ms"`
-	AddedFromScheduleP99MS float64 `json:"added_from_schedule_p99_ms"`
+	Trio
 }
 
 // ThroughputResult is scenario 2.
 type ThroughputResult struct {
-	Connections int     `json:"connections"`
-	Direct      Run     `json:"direct"`
-	Gateway     Run     `json:"gateway"`
-	Ratio       float64 `json:"ratio"`
-	AddedP50MS  float64 `json:"added_p50_ms"`
-	AddedP99MS  float64 `json:"added_p99_ms"`
+	Connections int `json:"connections"`
+	Trio
 }
 
 // StreamingResult is scenario 3.
 type StreamingResult struct {
-	Workers             int     `json:"workers"`
-	Direct              Run     `json:"direct"`
-	Gateway             Run     `json:"gateway"`
-	AddedFirstDataP50MS float64 `json:"added_first_data_p50_ms"`
-	AddedFirstDataP99MS float64 `json:"added_first_data_p99_ms"`
-	AddedTotalP50MS     float64 `json:"added_total_p50_ms"`
-	AddedTotalP99MS     float64 `json:"added_total_p99_ms"`
+	Workers int `json:"workers"`
+	Trio
 }
 
 // MemoryResult is scenario 4, in bytes.
@@ -157,6 +166,8 @@ type MemoryResult struct {
 	GatewayIdleRSS   int64 `json:"gateway_idle_rss_bytes"`
 	GatewayPeak      int64 `json:"gateway_peak_bytes"`
 	GatewayMaxRSSRun int64 `json:"gateway_max_rss_during_throughput_bytes"`
+	BareIdleRSS      int64 `json:"bare_idle_rss_bytes"`
+	BarePeak         int64 `json:"bare_peak_bytes"`
 	MockIdleRSS      int64 `json:"mock_idle_rss_bytes"`
 	MockPeak         int64 `json:"mock_peak_bytes"`
 }
@@ -167,6 +178,8 @@ type Budget struct {
 	Limit  string `json:"limit"`
 	Figure string `json:"figure"`
 	Status string `json:"status"`
+	// How says how the figure is measured.
+	How string `json:"how,omitempty"`
 }
 
 // Budget statuses.
@@ -209,48 +222,6 @@ func runOf(target string, r *load.Result, openLoop, stream bool) Run {
 		run.Errors = nil
 	}
 	return run
-}
-
-// evaluateBudgets checks the four budgets against r.
-func evaluateBudgets(r *Report) []Budget {
-	var out []Budget
-
-	b := Budget{Name: fmt.Sprintf("added p50 latency at %d req/s", budgetAddedRate),
-		Limit: fmt.Sprintf("≤ %.1f ms", budgetAddedP50MS), Status: statusNA, Figure: "not measured"}
-	if o := findRate(r.OpenLoop, budgetAddedRate); o != nil {
-		b.Figure = fmt.Sprintf("%+.3f ms (direct %.3f, gateway %.3f)", o.AddedP50MS, o.Direct.Latency.P50MS, o.Gateway.Latency.P50MS)
-		b.Status = passIf(o.Gateway.OK > 0 && o.Direct.OK > 0 && o.AddedP50MS <= budgetAddedP50MS)
-	}
-	out = append(out, b)
-
-	b = Budget{Name: fmt.Sprintf("%d req/s through the gateway", budgetFullRate),
-		Limit:  fmt.Sprintf("100 %% success, ≥ %.0f req/s achieved", budgetKeepUp*budgetFullRate),
-		Status: statusNA, Figure: "not measured"}
-	if o := findRate(r.OpenLoop, budgetFullRate); o != nil {
-		g := o.Gateway
-		b.Figure = fmt.Sprintf("%s (%d/%d), %.0f req/s achieved", pct(g.SuccessPct), g.OK, g.Scheduled, g.RPS)
-		b.Status = passIf(g.Scheduled > 0 && g.OK == g.Scheduled && g.RPS >= budgetKeepUp*budgetFullRate)
-	}
-	out = append(out, b)
-
-	b = Budget{Name: fmt.Sprintf("gateway throughput vs direct at %d connections", budgetConns),
-		Limit: fmt.Sprintf("≥ %.0f %%", 100*budgetThroughputRatio), Status: statusNA, Figure: "not measured"}
-	if t := r.Throughput; t != nil && t.Connections == budgetConns {
-		b.Figure = fmt.Sprintf("%.1f %% (%.0f vs %.0f req/s)", 100*t.Ratio, t.Gateway.RPS, t.Direct.RPS)
-		b.Status = passIf(t.Direct.RPS > 0 && t.Ratio >= budgetThroughputRatio)
-	} else if t != nil {
-		b.Figure = fmt.Sprintf("run at %d connections, not %d", t.Connections, budgetConns)
-	}
-	out = append(out, b)
-
-	b = Budget{Name: "gateway peak RSS (VmHWM)", Limit: fmt.Sprintf("≤ %s", mib(budgetPeakRSS)),
-		Status: statusNA, Figure: "not measured"}
-	if m := r.Memory; m != nil && m.GatewayPeak > 0 {
-		b.Figure = mib(m.GatewayPeak)
-		b.Status = passIf(m.GatewayPeak <= budgetPeakRSS)
-	}
-	out = append(out, b)
-	return out
 }
 
 func findRate(rs []OpenLoopResult, rate float64) *OpenLoopResult {
@@ -341,16 +312,74 @@ func (t table) head(cells ...string) {
 	t.row(seps...)
 }
 
-// serverCPURows adds the CPU-per-request rows of a scenario.
-func serverCPURows(t table, d, g Run) {
-	dm := cpuPerReq(d.MockCPUMS, d.Sent)
-	gg := cpuPerReq(g.GatewayCPUMS, g.Sent)
-	gm := cpuPerReq(g.MockCPUMS, g.Sent)
-	t.row("server CPU / request", fmt.Sprintf("%.0f µs (mock)", dm),
-		fmt.Sprintf("%.0f µs (gateway %.0f + mock %.0f)", gg+gm, gg, gm), ratio(gg+gm, dm))
-	t.row("generator CPU", fmt.Sprintf("%.0f %% of a core", d.GeneratorCPUPct),
-		fmt.Sprintf("%.0f %% of a core", g.GeneratorCPUPct), "")
-	t.row("gateway VmRSS max (sampled)", "–", mib(g.GatewayMaxRSS), "")
+// trioHead starts a table of the three targets with the Breakwater
+// deltas to the bare proxy and to direct.
+func (t table) trioHead(first string) {
+	t.head(first, "direct", "bare proxy", "Breakwater", "Breakwater − bare", "Breakwater − direct")
+}
+
+// msRow adds a latency row of a trio table; bold marks the delta to the
+// bare proxy, the one a target is about.
+func (t table) msRow(name string, d, b, g float64, bold bool) {
+	delta := dms(g - b)
+	if bold {
+		delta = "**" + delta + "**"
+	}
+	t.row(name, fms(d), fms(b), fms(g), delta, dms(g-d))
+}
+
+// latRows adds the p50, p90, p99 and max rows of a trio's latencies;
+// bold50 and bold99 mark the deltas targets are about.
+func (t table) latRows(prefix string, pick func(Run) *Latency, tr Trio, bold50, bold99 bool) {
+	d, b, g := pick(tr.Direct), pick(tr.Bare), pick(tr.Gateway)
+	if d == nil || b == nil || g == nil {
+		return
+	}
+	t.msRow(prefix+"p50", d.P50MS, b.P50MS, g.P50MS, bold50)
+	t.msRow(prefix+"p90", d.P90MS, b.P90MS, g.P90MS, false)
+	t.msRow(prefix+"p99", d.P99MS, b.P99MS, g.P99MS, bold99)
+	t.msRow(prefix+"max", d.MaxMS, b.MaxMS, g.MaxMS, false)
+}
+
+func latencyOfRun(r Run) *Latency      { return &r.Latency }
+func fromScheduleOfRun(r Run) *Latency { return r.FromSchedule }
+func firstDataOfRun(r Run) *Latency    { return r.FirstData }
+func cpuOfRun(r Run) (proxy, mock float64) {
+	return cpuPerReq(r.ProxyCPUMS, r.Sent), cpuPerReq(r.MockCPUMS, r.Sent)
+}
+
+// trioCommonRows adds the rows every trio table ends with: upstream
+// calls, CPU per request, generator CPU, RSS of the process in the middle
+// and errors.
+func (t table) trioCommonRows(tr Trio) {
+	d, b, g := tr.Direct, tr.Bare, tr.Gateway
+	t.row("upstream calls", callsCell(d.UpstreamCalls), callsCell(b.UpstreamCalls), callsCell(g.UpstreamCalls), "", "")
+	bp, _ := cpuOfRun(b)
+	gp, _ := cpuOfRun(g)
+	t.row("proxy CPU / request", "–", fmt.Sprintf("%.1f µs", bp), fmt.Sprintf("%.1f µs", gp), ratio(gp, bp), "")
+	_, dm := cpuOfRun(d)
+	_, bm := cpuOfRun(b)
+	_, gm := cpuOfRun(g)
+	t.row("mock CPU / request", fmt.Sprintf("%.1f µs", dm), fmt.Sprintf("%.1f µs", bm), fmt.Sprintf("%.1f µs", gm), "", "")
+	t.row("generator CPU", fmt.Sprintf("%.0f %% of a core", d.GeneratorCPUPct), fmt.Sprintf("%.0f %% of a core", b.GeneratorCPUPct),
+		fmt.Sprintf("%.0f %% of a core", g.GeneratorCPUPct), "", "")
+	t.row("proxy VmRSS max (sampled)", "–", mib(b.ProxyMaxRSS), mib(g.ProxyMaxRSS), ratio(float64(g.ProxyMaxRSS), float64(b.ProxyMaxRSS)), "")
+	t.row("errors", errorsCell(d.Errors), errorsCell(b.Errors), errorsCell(g.Errors), "", "")
+}
+
+func (t table) successRow(tr Trio) {
+	t.row("success", successCell(tr.Direct), successCell(tr.Bare), successCell(tr.Gateway),
+		fmt.Sprintf("%+.2f pt", tr.Gateway.SuccessPct-tr.Bare.SuccessPct), fmt.Sprintf("%+.2f pt", tr.Gateway.SuccessPct-tr.Direct.SuccessPct))
+}
+
+// budgetTable renders a list of budgets or targets.
+func budgetTable(b *strings.Builder, bs []Budget) {
+	t := table{b}
+	t.head("target", "limit", "measured", "result", "how")
+	for _, bu := range bs {
+		t.row(bu.Name, bu.Limit, bu.Figure, "**"+bu.Status+"**", bu.How)
+	}
+	b.WriteString("\n")
 }
 
 // Markdown renders the report.
@@ -359,123 +388,132 @@ func (r *Report) Markdown() string {
 	t := table{&b}
 	mode := "full"
 	if r.Quick {
-		mode = "quick (smoke run, short durations)"
+		mode = "quick (smoke run, short durations: the figures only show that every table is produced)"
 	}
 	fmt.Fprintf(&b, "# Breakwater benchmark\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n- Commit: %s\n- Go: %s (%s), %d CPUs\n- Load average (1 min, start → end): %s\n- Mode: %s\n",
 		r.Date, r.Commit, r.GoVersion, r.Platform, r.CPUs, r.LoadAvg, mode)
-	fmt.Fprintf(&b, "- Direct = the mock upstream called directly (`bench-model`); gateway = the same request through Breakwater (`bench/bench-model`, Badger state, two connections, "+
-		"the per-connection request queue not auto-enabled as its default limiter of 100 requests a minute would cap every figure). "+
-		"Same generator, client settings and body for both, direct first. The generator, the gateway and the mock share the %d CPUs, "+
-		"so absolute times mean little: compare the columns of one run.\n\n", r.CPUs)
+	b.WriteString("- Three targets in every table, measured one after the other with the same generator, client settings and body: " +
+		"**direct** = the mock upstream called directly (`bench-model`); **bare proxy** = the same request through the harness's own " +
+		"bare fasthttp reverse proxy (one `HostClient`, no routing, no logging; streams flushed piece by piece), the physical floor " +
+		"of one extra hop; **Breakwater** = the same request through the gateway (`bench/bench-model`). The generator, the proxies " +
+		"and the mock share the CPUs, so absolute times mean little: compare the columns of one run.\n")
+	g := r.Gateway
+	level := "the default (info): the access log is on"
+	if g.LogLevel != "" {
+		level = "`" + g.LogLevel + "`"
+	}
+	fmt.Fprintf(&b, "- Gateway: `breakwater serve --config FILE`, log level %s", level)
+	if g.AccessLines > 0 || g.Requests > 0 {
+		fmt.Fprintf(&b, " (%d access lines written for %d requests sent to the main gateway)", g.AccessLines, g.Requests)
+	}
+	b.WriteString(". Configuration: default settings except ")
+	if len(g.ConfigChanges) == 0 {
+		b.WriteString("nothing")
+	} else {
+		b.WriteString(strings.Join(g.ConfigChanges, "; "))
+	}
+	b.WriteString(".")
+	if g.Pprof {
+		b.WriteString(" **Profiled run** (`PROFILE=1`): the gateways ran with `--pprof` and a CPU profile was taken during every " +
+			"measured gateway run, which costs the gateway a few per cent: do not judge the targets on a profiled run.")
+	}
+	b.WriteString("\n\n")
 
-	b.WriteString("## Budgets\n\n")
-	t.head("budget", "limit", "measured", "result")
-	for _, bu := range r.Budgets {
-		t.row(bu.Name, bu.Limit, bu.Figure, "**"+bu.Status+"**")
-	}
-	b.WriteString("\n")
-	if len(r.ProofBudgets) > 0 {
-		b.WriteString("## Proof under fire budgets\n\n")
-		b.WriteString("The stricter targets of the \"Proof under fire\" issue; the foundation budgets above still apply.\n\n")
-		t.head("budget", "limit", "measured", "result")
-		for _, bu := range r.ProofBudgets {
-			t.row(bu.Name, bu.Limit, bu.Figure, "**"+bu.Status+"**")
-		}
-		b.WriteString("\n")
-	}
+	b.WriteString("## Targets\n\n" +
+		"The targets of the \"thinnest possible proxy\" issue, as ratios or deltas to the bare proxy measured in the same run.\n\n")
+	budgetTable(&b, r.Targets)
+	b.WriteString("## Budgets kept\n\n" +
+		"Earlier budgets that still make sense. Dropped, because the targets above replace them: added p50 at 500 req/s " +
+		"≤ 0.5 ms and ≤ 0.3 ms over direct, added p99 ≤ 1.0 ms over direct, throughput ≥ 15 % and ≥ 30 % of direct " +
+		"(now against the bare proxy), under-fire upstream attempts per success ≤ 1.5 (now: within 5 % of the scenario's floor, " +
+		"and ≤ 1.05 in the rate-limited scenario).\n\n")
+	budgetTable(&b, r.Budgets)
 
 	s := r.Settings
-	fmt.Fprintf(&b, "## 1. Fixed rate, non-streaming (open loop)\n\n"+
-		"Requests are sent at fixed intervals, each in its own goroutine, whatever the answers do, so a slow answer never delays "+
-		"later requests (no coordinated omission). Latency runs from the send, the moment the request is handed to the client: "+
-		"the client keeps at most %[3]d connections per target and a request finding them all busy waits, which counts. "+
-		"The generator's timers wake late by a few tenths of a millisecond, by an amount that depends on how busy the CPUs are "+
-		"(send lag, below); latency from the scheduled time, which includes it, is shown too. "+
-		"%.0[1]f s per rate after %.1[2]f s of warm-up.\n\n",
-		s.OpenLoopSeconds, s.WarmupSeconds, s.OpenLoopConnections)
+	if len(r.OpenLoop) > 0 {
+		fmt.Fprintf(&b, "## 1. Fixed rate, non-streaming (open loop)\n\n"+
+			"Requests are sent at fixed intervals, each in its own goroutine, whatever the answers do, so a slow answer never delays "+
+			"later requests (no coordinated omission). Latency runs from the send, the moment the request is handed to the client: "+
+			"the client keeps at most %[3]d connections per target and a request finding them all busy waits, which counts. "+
+			"Latency from the scheduled time also includes the generator's own lateness (send lag). "+
+			"%.0[1]f s per rate after %.1[2]f s of warm-up.\n\n",
+			s.OpenLoopSeconds, s.WarmupSeconds, s.OpenLoopConnections)
+	}
 	for _, o := range r.OpenLoop {
-		d, g := o.Direct, o.Gateway
 		fmt.Fprintf(&b, "### %.0f req/s\n\n", o.RatePerS)
-		t.head("", "direct", "gateway", "gateway − direct")
-		t.row("success", successCell(d), successCell(g), fmt.Sprintf("%+.2f pt", g.SuccessPct-d.SuccessPct))
-		t.row("achieved rate", fmt.Sprintf("%.1f req/s", d.RPS), fmt.Sprintf("%.1f req/s", g.RPS), ratio(g.RPS, d.RPS))
-		t.row("p50", fms(d.Latency.P50MS), fms(g.Latency.P50MS), "**"+dms(o.AddedP50MS)+"**")
-		t.row("p90", fms(d.Latency.P90MS), fms(g.Latency.P90MS), dms(g.Latency.P90MS-d.Latency.P90MS))
-		t.row("p99", fms(d.Latency.P99MS), fms(g.Latency.P99MS), "**"+dms(o.AddedP99MS)+"**")
-		t.row("max", fms(d.Latency.MaxMS), fms(g.Latency.MaxMS), dms(g.Latency.MaxMS-d.Latency.MaxMS))
-		if d.FromSchedule != nil && g.FromSchedule != nil {
-			t.row("from schedule p50", fms(d.FromSchedule.P50MS), fms(g.FromSchedule.P50MS), dms(o.AddedFromScheduleP50MS))
-			t.row("from schedule p99", fms(d.FromSchedule.P99MS), fms(g.FromSchedule.P99MS), dms(o.AddedFromScheduleP99MS))
-			t.row("from schedule max", fms(d.FromSchedule.MaxMS), fms(g.FromSchedule.MaxMS), dms(g.FromSchedule.MaxMS-d.FromSchedule.MaxMS))
+		t.trioHead("")
+		t.successRow(o.Trio)
+		t.row("achieved rate", fmt.Sprintf("%.1f req/s", o.Direct.RPS), fmt.Sprintf("%.1f req/s", o.Bare.RPS),
+			fmt.Sprintf("%.1f req/s", o.Gateway.RPS), ratio(o.Gateway.RPS, o.Bare.RPS), ratio(o.Gateway.RPS, o.Direct.RPS))
+		t.latRows("", latencyOfRun, o.Trio, o.RatePerS == targetRate, o.RatePerS == targetRate)
+		t.latRows("from schedule ", fromScheduleOfRun, o.Trio, false, false)
+		if o.Direct.SendLag != nil && o.Bare.SendLag != nil && o.Gateway.SendLag != nil {
+			lag := func(r Run) string { return fms(r.SendLag.P50MS) + " / " + fms(r.SendLag.P99MS) }
+			t.row("generator send lag p50 / p99", lag(o.Direct), lag(o.Bare), lag(o.Gateway), "", "")
 		}
-		if d.SendLag != nil && g.SendLag != nil {
-			t.row("generator send lag p50 / p99", fms(d.SendLag.P50MS)+" / "+fms(d.SendLag.P99MS),
-				fms(g.SendLag.P50MS)+" / "+fms(g.SendLag.P99MS), "")
-		}
-		t.row("upstream calls", callsCell(d.UpstreamCalls), callsCell(g.UpstreamCalls), "")
-		serverCPURows(t, d, g)
-		t.row("errors", errorsCell(d.Errors), errorsCell(g.Errors), "")
+		t.trioCommonRows(o.Trio)
 		b.WriteString("\n")
 	}
 
 	if tp := r.Throughput; tp != nil {
-		d, g := tp.Direct, tp.Gateway
 		fmt.Fprintf(&b, "## 2. Max throughput (closed loop, %d connections, %.0f s)\n\n", tp.Connections, s.ThroughputSeconds)
 		b.WriteString("Each connection sends its next request as soon as the previous answer is read.\n\n")
-		t.head("", "direct", "gateway", "gateway vs direct")
-		t.row("throughput", fmt.Sprintf("%.0f req/s", d.RPS), fmt.Sprintf("%.0f req/s", g.RPS), fmt.Sprintf("**%.1f %%**", 100*tp.Ratio))
-		t.row("success", successCell(d), successCell(g), fmt.Sprintf("%+.2f pt", g.SuccessPct-d.SuccessPct))
-		t.row("p50", fms(d.Latency.P50MS), fms(g.Latency.P50MS), dms(tp.AddedP50MS))
-		t.row("p99", fms(d.Latency.P99MS), fms(g.Latency.P99MS), dms(tp.AddedP99MS))
-		t.row("max", fms(d.Latency.MaxMS), fms(g.Latency.MaxMS), dms(g.Latency.MaxMS-d.Latency.MaxMS))
-		t.row("upstream calls", callsCell(d.UpstreamCalls), callsCell(g.UpstreamCalls), "")
-		serverCPURows(t, d, g)
-		t.row("errors", errorsCell(d.Errors), errorsCell(g.Errors), "")
+		t.head("", "direct", "bare proxy", "Breakwater", "Breakwater / bare", "Breakwater / direct")
+		d, bp, g := tp.Direct, tp.Bare, tp.Gateway
+		t.row("throughput", fmt.Sprintf("%.0f req/s", d.RPS), fmt.Sprintf("%.0f req/s", bp.RPS), fmt.Sprintf("%.0f req/s", g.RPS),
+			fmt.Sprintf("**%s**", pctRatio(g.RPS, bp.RPS)), pctRatio(g.RPS, d.RPS))
+		t.row("success", successCell(d), successCell(bp), successCell(g), "", "")
+		for _, p := range []struct {
+			name    string
+			d, b, g float64
+		}{{"p50", d.Latency.P50MS, bp.Latency.P50MS, g.Latency.P50MS}, {"p99", d.Latency.P99MS, bp.Latency.P99MS, g.Latency.P99MS},
+			{"max", d.Latency.MaxMS, bp.Latency.MaxMS, g.Latency.MaxMS}} {
+			t.row(p.name, fms(p.d), fms(p.b), fms(p.g), dms(p.g-p.b), dms(p.g-p.d))
+		}
+		t.trioCommonRows(tp.Trio)
 		b.WriteString("\n")
 	}
 
 	if st := r.Streaming; st != nil {
-		d, g := st.Direct, st.Gateway
 		fmt.Fprintf(&b, "## 3. Streaming time to first byte (%d concurrent, %.0f s)\n\n"+
 			"The mock streams %d content chunks %d ms apart; time to first byte is send → first `data:` line, "+
 			"whole stream is send → end of body after `data: [DONE]`.\n\n",
 			st.Workers, s.StreamSeconds, s.StreamChunks, s.StreamChunkIntervalMS)
-		t.head("", "direct", "gateway", "gateway − direct")
-		t.row("streams completed", successCell(d), successCell(g), "")
-		if d.FirstData != nil && g.FirstData != nil {
-			t.row("first data: p50", fms(d.FirstData.P50MS), fms(g.FirstData.P50MS), "**"+dms(st.AddedFirstDataP50MS)+"**")
-			t.row("first data: p99", fms(d.FirstData.P99MS), fms(g.FirstData.P99MS), "**"+dms(st.AddedFirstDataP99MS)+"**")
-			t.row("first data: max", fms(d.FirstData.MaxMS), fms(g.FirstData.MaxMS), dms(g.FirstData.MaxMS-d.FirstData.MaxMS))
-		}
-		t.row("whole stream p50", fms(d.Latency.P50MS), fms(g.Latency.P50MS), dms(st.AddedTotalP50MS))
-		t.row("whole stream p99", fms(d.Latency.P99MS), fms(g.Latency.P99MS), dms(st.AddedTotalP99MS))
-		t.row("upstream calls", callsCell(d.UpstreamCalls), callsCell(g.UpstreamCalls), "")
-		serverCPURows(t, d, g)
-		t.row("errors", errorsCell(d.Errors), errorsCell(g.Errors), "")
+		t.trioHead("")
+		t.row("streams completed", successCell(st.Direct), successCell(st.Bare), successCell(st.Gateway), "", "")
+		t.latRows("first data: ", firstDataOfRun, st.Trio, true, false)
+		t.msRow("whole stream p50", st.Direct.Latency.P50MS, st.Bare.Latency.P50MS, st.Gateway.Latency.P50MS, false)
+		t.msRow("whole stream p99", st.Direct.Latency.P99MS, st.Bare.Latency.P99MS, st.Gateway.Latency.P99MS, false)
+		t.trioCommonRows(st.Trio)
 		b.WriteString("\n")
 	}
 
 	if m := r.Memory; m != nil {
-		b.WriteString("## 4. Memory (resident set, from /proc/PID/status)\n\n")
-		t.head("", "mock", "gateway", "gateway / mock")
-		t.row("VmRSS idle, after start", mib(m.MockIdleRSS), mib(m.GatewayIdleRSS), ratio(float64(m.GatewayIdleRSS), float64(m.MockIdleRSS)))
+		b.WriteString("## 4. Memory (resident set, from /proc/PID/status)\n\nPeaks (VmHWM) as they stood after scenarios 1–3.\n\n")
+		t.head("", "mock", "bare proxy", "Breakwater", "Breakwater / bare")
+		t.row("VmRSS idle, after start", mib(m.MockIdleRSS), mib(m.BareIdleRSS), mib(m.GatewayIdleRSS),
+			ratio(float64(m.GatewayIdleRSS), float64(m.BareIdleRSS)))
 		during := "not run"
 		if m.GatewayMaxRSSRun > 0 {
 			during = mib(m.GatewayMaxRSSRun)
 		}
-		t.row("VmRSS max during max throughput (sampled)", "–", during, "")
-		t.row("VmHWM (peak) at the end", mib(m.MockPeak), "**"+mib(m.GatewayPeak)+"**", ratio(float64(m.GatewayPeak), float64(m.MockPeak)))
+		t.row("VmRSS max during max throughput (sampled)", "–", "–", during, "")
+		t.row("VmHWM (peak) at the end", mib(m.MockPeak), mib(m.BarePeak), "**"+mib(m.GatewayPeak)+"**",
+			ratio(float64(m.GatewayPeak), float64(m.BarePeak)))
 		b.WriteString("\n")
 	}
 
+	r.curvesMarkdown(&b)
 	r.fireMarkdown(&b)
+	r.rateLimitedMarkdown(&b)
+	r.profilesMarkdown(&b)
 
 	if len(r.Notes) > 0 {
 		b.WriteString("## Notes\n\n")
 		for _, n := range r.Notes {
-			if strings.Contains(n, "\n") {
-				b.WriteString("- " + strings.SplitN(n, "\n", 2)[0] + "\n\n```\n" + strings.SplitN(n, "\n", 2)[1] + "\n```\n")
+			if first, rest, ok := strings.Cut(n, "\n"); ok {
+				b.WriteString("- " + first + "\n\n```\n" + rest + "\n```\n")
 				continue
 			}
 			b.WriteString("- " + n + "\n")
@@ -483,6 +521,14 @@ func (r *Report) Markdown() string {
 		b.WriteString("\n")
 	}
 	return b.String()
+}
+
+// pctRatio formats a/b as a percentage, or "–" when b is 0.
+func pctRatio(a, b float64) string {
+	if b == 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.1f %%", 100*a/b)
 }
 
 // JSON renders the report as indented JSON.

@@ -10,18 +10,6 @@ import (
 	"github.com/breakwater-dev/breakwater/bench/internal/proc"
 )
 
-// Proof-under-fire budgets (the "Proof under fire" issue), checked next to
-// the foundation budgets of report.go.
-const (
-	proofAddedP50MS     = 0.3
-	proofAddedP99MS     = 1.0
-	proofFullRateP99MS  = 5.0
-	proofThroughput     = 0.30
-	proofPeakRSS        = 100_000_000 // 100 MB
-	proofFireSuccessPct = 99.5
-	proofFireAttempts   = 1.5
-)
-
 // FireSetup describes the under-fire run.
 type FireSetup struct {
 	// RatePerS is the total open-loop rate; StreamShare of it streams.
@@ -89,15 +77,8 @@ type BreakerWatch struct {
 type UnderFireResult struct {
 	Setup   FireSetup `json:"setup"`
 	Direct  FireSide  `json:"direct"`
+	Bare    FireSide  `json:"bare"`
 	Gateway FireSide  `json:"gateway"`
-	// Added* are gateway minus direct over successful requests:
-	// non-streaming latency, stream first data and whole stream.
-	AddedP50MS          float64 `json:"added_p50_ms"`
-	AddedP99MS          float64 `json:"added_p99_ms"`
-	AddedFirstDataP50MS float64 `json:"added_first_data_p50_ms"`
-	AddedFirstDataP99MS float64 `json:"added_first_data_p99_ms"`
-	AddedStreamP50MS    float64 `json:"added_stream_p50_ms"`
-	AddedStreamP99MS    float64 `json:"added_stream_p99_ms"`
 	// UpstreamCalls is what the mock counted on the four keys during the
 	// gateway run; CallsByKey per key.
 	UpstreamCalls int64            `json:"upstream_calls"`
@@ -146,87 +127,50 @@ type RecoveryResult struct {
 	PollMaxMS    float64        `json:"poll_max_ms"`
 }
 
-// evaluateProofBudgets checks the proof-under-fire budgets against r.
-func evaluateProofBudgets(r *Report) []Budget {
+// fireTargets judges the under-fire scenarios.
+func (r *Report) fireTargets() []Budget {
 	var out []Budget
-	na := func(name, limit string) Budget {
-		return Budget{Name: name, Limit: limit, Status: statusNA, Figure: "not measured"}
-	}
-
-	o500 := findRate(r.OpenLoop, budgetAddedRate)
-	b := na(fmt.Sprintf("added p50 latency at %d req/s", budgetAddedRate), fmt.Sprintf("≤ %.1f ms", proofAddedP50MS))
-	if o := o500; o != nil {
-		b.Figure = fmt.Sprintf("%+.3f ms (direct %.3f, gateway %.3f)", o.AddedP50MS, o.Direct.Latency.P50MS, o.Gateway.Latency.P50MS)
-		b.Status = passIf(o.Gateway.OK > 0 && o.Direct.OK > 0 && o.AddedP50MS <= proofAddedP50MS)
-	}
-	out = append(out, b)
-
-	b = na(fmt.Sprintf("added p99 latency at %d req/s", budgetAddedRate), fmt.Sprintf("≤ %.1f ms", proofAddedP99MS))
-	if o := o500; o != nil {
-		b.Figure = fmt.Sprintf("%+.3f ms (direct %.3f, gateway %.3f)", o.AddedP99MS, o.Direct.Latency.P99MS, o.Gateway.Latency.P99MS)
-		b.Status = passIf(o.Gateway.OK > 0 && o.Direct.OK > 0 && o.AddedP99MS <= proofAddedP99MS)
-	}
-	out = append(out, b)
-
-	b = na(fmt.Sprintf("%d req/s through the gateway", budgetFullRate), fmt.Sprintf("100 %% success, p99 ≤ %.0f ms", proofFullRateP99MS))
-	if o := findRate(r.OpenLoop, budgetFullRate); o != nil {
-		g := o.Gateway
-		b.Figure = fmt.Sprintf("%s (%d/%d), p99 %.3f ms", pct(g.SuccessPct), g.OK, g.Scheduled, g.Latency.P99MS)
-		b.Status = passIf(g.Scheduled > 0 && g.OK == g.Scheduled && g.Latency.P99MS <= proofFullRateP99MS)
-	}
-	out = append(out, b)
-
-	b = na(fmt.Sprintf("gateway throughput vs direct at %d connections", budgetConns), fmt.Sprintf("≥ %.0f %%", 100*proofThroughput))
-	if t := r.Throughput; t != nil && t.Connections == budgetConns {
-		b.Figure = fmt.Sprintf("%.1f %% (%.0f vs %.0f req/s)", 100*t.Ratio, t.Gateway.RPS, t.Direct.RPS)
-		b.Status = passIf(t.Direct.RPS > 0 && t.Ratio >= proofThroughput)
-	} else if t != nil {
-		b.Figure = fmt.Sprintf("run at %d connections, not %d", t.Connections, budgetConns)
-	}
-	out = append(out, b)
-
-	b = na("gateway peak RSS (VmHWM)", "≤ 100 MB")
-	if m := r.Memory; m != nil && m.GatewayPeak > 0 {
-		b.Figure = fmt.Sprintf("%.1f MB", float64(m.GatewayPeak)/1e6)
-		b.Status = passIf(m.GatewayPeak <= proofPeakRSS)
-	}
-	out = append(out, b)
-
-	f := r.UnderFire
-	b = na("under fire: client success", fmt.Sprintf("≥ %.1f %%", proofFireSuccessPct))
-	if f != nil && f.Gateway.Scheduled > 0 {
-		g := f.Gateway
-		b.Figure = fmt.Sprintf("%s (%d/%d)", pct(g.SuccessPct), g.OK, g.Scheduled)
-		b.Status = passIf(g.SuccessPct >= proofFireSuccessPct)
-	}
-	out = append(out, b)
-
-	b = na("under fire: upstream attempts per success", fmt.Sprintf("≤ %.1f", proofFireAttempts))
-	if f != nil && f.Gateway.Scheduled > 0 {
+	b := na("under fire (random 429s): upstream calls per success", fmt.Sprintf("within %.0f %% of the floor", 100*(targetFloorSlack-1)),
+		"every upstream call (both providers) over client successes; floor: 1 / the chance a call to the flaky provider succeeds (§6)")
+	if f := r.UnderFire; f != nil && f.Gateway.Scheduled > 0 && f.Setup.CallSuccessP > 0 {
+		floor := 1 / f.Setup.CallSuccessP
 		if f.Gateway.OK == 0 {
 			b.Figure, b.Status = fmt.Sprintf("no success (%d calls)", f.UpstreamCalls), statusFail
 		} else {
-			b.Figure = fmt.Sprintf("%.3f (%d calls / %d successes)", f.AttemptsPerSuccess, f.UpstreamCalls, f.Gateway.OK)
-			b.Status = passIf(f.AttemptsPerSuccess <= proofFireAttempts)
+			b.Figure = fmt.Sprintf("%.3f = ×%.3f the floor %.3f (%d calls / %d successes)", f.AttemptsPerSuccess, f.AttemptsPerSuccess/floor, floor,
+				f.UpstreamCalls, f.Gateway.OK)
+			b.Status = passIf(f.AttemptsPerSuccess <= targetFloorSlack*floor)
 		}
 	}
 	out = append(out, b)
 
-	b = na("under fire: calls to a provider while its breaker was OPEN (probes excepted)", "0")
-	if f != nil && f.Gateway.Scheduled > 0 {
-		periods, openS := 0, 0.0
-		for _, w := range f.Breakers {
-			periods += w.OpenPeriods
-			openS += w.OpenSeconds
-		}
-		if periods == 0 {
-			b.Figure = "no OPEN period observed: nothing to judge"
+	rl := r.RateLimited
+	measured := rl != nil && rl.Gateway.Scheduled > 0
+	b = na("rate-limited: client success", fmt.Sprintf("≥ %.1f %%", targetRLSuccessPct), "§8")
+	if measured {
+		b.Figure = fmt.Sprintf("%s (%d/%d)", pct(rl.Gateway.SuccessPct), rl.Gateway.OK, rl.Gateway.Scheduled)
+		b.Status = passIf(rl.Gateway.SuccessPct >= targetRLSuccessPct)
+	}
+	out = append(out, b)
+
+	b = na("rate-limited: upstream calls per success", fmt.Sprintf("≤ %.2f", targetRLCallsPerSuccess), "mock's call counters over client successes (§8)")
+	if measured {
+		if rl.Gateway.OK == 0 {
+			b.Figure, b.Status = fmt.Sprintf("no success (%d calls)", rl.UpstreamCalls), statusFail
 		} else {
-			b.Figure = fmt.Sprintf("%d (over %.1f s observed OPEN, %d OPEN periods)", f.WastedCalls, openS, periods)
-			b.Status = passIf(f.WastedCalls == 0)
+			b.Figure = fmt.Sprintf("%.3f (%d calls / %d successes)", rl.CallsPerSuccess, rl.UpstreamCalls, rl.Gateway.OK)
+			b.Status = passIf(rl.CallsPerSuccess <= targetRLCallsPerSuccess)
 		}
 	}
 	out = append(out, b)
+
+	measured = measured && rl.Gateway.NonStream.OK > 0 && rl.Bare.NonStream.OK > 0
+	var bare, gw float64
+	if measured {
+		bare, gw = rl.Bare.NonStream.Latency.P99MS, rl.Gateway.NonStream.Latency.P99MS
+	}
+	out = append(out, overBare("rate-limited: p99 overhead", "non-streaming successes, Breakwater p99 − bare p99 (§8)",
+		targetRLAddedP99MS, measured, bare, gw))
 	return out
 }
 
@@ -255,27 +199,63 @@ func tallyCell(t map[string]int) string {
 	return strings.Join(parts, ", ")
 }
 
-// fireSideRows adds the client rows of two under-fire loads.
-func fireSideRows(t table, d, g FireSide) {
-	t.row("success, all requests", fmt.Sprintf("%s (%d/%d)", pct(d.SuccessPct), d.OK, d.Scheduled),
-		fmt.Sprintf("**%s** (%d/%d)", pct(g.SuccessPct), g.OK, g.Scheduled), fmt.Sprintf("%+.2f pt", g.SuccessPct-d.SuccessPct))
-	t.row("success, non-streaming", successCell(d.NonStream), successCell(g.NonStream), "")
-	t.row("success, streaming", successCell(d.Stream), successCell(g.Stream), "")
+// fireHead starts a table of three under-fire loads.
+func fireHead(t table, raw string) {
+	t.head("", "direct ("+raw+")", "bare proxy ("+raw+")", "Breakwater", "Breakwater − bare")
 }
 
-// fireMarkdown renders scenarios 5 and 6.
+// fireSideRows adds the client rows of three under-fire loads: success,
+// latency of the successes, errors.
+func fireSideRows(t table, d, bp, g FireSide) {
+	side := func(s FireSide) string { return fmt.Sprintf("%s (%d/%d)", pct(s.SuccessPct), s.OK, s.Scheduled) }
+	t.row("success, all requests", side(d), side(bp), "**"+side(g)+"**", fmt.Sprintf("%+.2f pt", g.SuccessPct-bp.SuccessPct))
+	t.row("success, non-streaming", successCell(d.NonStream), successCell(bp.NonStream), successCell(g.NonStream), "")
+	t.row("success, streaming", successCell(d.Stream), successCell(bp.Stream), successCell(g.Stream), "")
+	lat := func(name string, pick func(FireSide) *Latency, p99, bold bool) {
+		ld, lb, lg := pick(d), pick(bp), pick(g)
+		if ld == nil || lb == nil || lg == nil {
+			return
+		}
+		v := func(l *Latency) float64 {
+			if p99 {
+				return l.P99MS
+			}
+			return l.P50MS
+		}
+		delta := dms(v(lg) - v(lb))
+		if bold {
+			delta = "**" + delta + "**"
+		}
+		t.row(name, fms(v(ld)), fms(v(lb)), fms(v(lg)), delta)
+	}
+	nonStream := func(s FireSide) *Latency { return &s.NonStream.Latency }
+	first := func(s FireSide) *Latency { return s.Stream.FirstData }
+	whole := func(s FireSide) *Latency { return &s.Stream.Latency }
+	lat("non-streaming p50", nonStream, false, false)
+	lat("non-streaming p99", nonStream, true, true)
+	lat("stream first data p50", first, false, false)
+	lat("stream first data p99", first, true, false)
+	lat("whole stream p50", whole, false, false)
+	lat("whole stream p99", whole, true, false)
+	sent := func(s FireSide) int { return s.NonStream.Sent + s.Stream.Sent }
+	t.row("requests sent (= upstream calls without a gateway)", fmt.Sprint(sent(d)), fmt.Sprint(sent(bp)), fmt.Sprint(sent(g)), "")
+	t.row("errors, non-streaming", errorsCell(d.NonStream.Errors), errorsCell(bp.NonStream.Errors), errorsCell(g.NonStream.Errors), "")
+	t.row("errors, streaming", errorsCell(d.Stream.Errors), errorsCell(bp.Stream.Errors), errorsCell(g.Stream.Errors), "")
+}
+
+// fireMarkdown renders scenarios 6 and 7.
 func (r *Report) fireMarkdown(b *strings.Builder) {
 	t := table{b}
 	if f := r.UnderFire; f != nil {
 		s := f.Setup
-		fmt.Fprintf(b, "## 5. Under fire (%.0f req/s for %.0f s, %.0f %% streams)\n\n", s.RatePerS, s.Seconds, 100*s.StreamShare)
+		fmt.Fprintf(b, "## 6. Under fire: random 429s (%.0f req/s for %.0f s, %.0f %% streams)\n\n", s.RatePerS, s.Seconds, 100*s.StreamShare)
 		fmt.Fprintf(b, "A second gateway with %d providers of %d connections each, both serving the same bare model, in this priority order: "+
 			"`%s`, hard down (every call answers %d), then `%s`, where %.0f %% of the calls answer 429 with `%s` "+
 			"and %.0f %% of the streams stall before the first content byte (for %d ms, then end without `[DONE]`). "+
 			"Gateway settings: breaker defaults except `reset_ms: %d` (shortened from 30 s so probes and recovery fit in the run), "+
 			"`content_stall_timeout_ms: %d`, `combo_cooldown_wait.max_attempts: %d` (default 2: a request may wait out short rate-limit cooldowns that many times), request queue not auto-enabled. "+
-			"Open loop, the same schedule for both columns; direct = straight to the mock with the flaky provider's first key, so the client sees the faults raw. "+
-			"Added latency compares successful requests only.\n\n",
+			"Open loop, the same schedule for the three columns; direct and bare proxy = the load sent with the flaky provider's first key, "+
+			"straight to the mock and through the bare proxy, so the client sees the faults raw. Latency compares successful requests only.\n\n",
 			len(s.Providers), s.ConnectionsPerProvider, s.Providers[0], s.DownStatus, s.Providers[len(s.Providers)-1],
 			s.RateLimitedPct, s.RetryHeader, s.StreamStallPct, s.StallMS, s.BreakerResetMS, s.ContentStallTimeoutMS, s.CooldownWaitAttempts)
 		if s.CapacityBoundRPS > 0 {
@@ -295,25 +275,16 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 				"so even a router that never calls the down provider needs about **%.2f calls per success**.\n\n",
 				s.CallSuccessP, 1/s.CallSuccessP)
 		}
-		d, g := f.Direct, f.Gateway
-		t.head("", "direct (flaky key)", "gateway", "gateway − direct")
-		fireSideRows(t, d, g)
-		t.row("non-streaming p50", fms(d.NonStream.Latency.P50MS), fms(g.NonStream.Latency.P50MS), "**"+dms(f.AddedP50MS)+"**")
-		t.row("non-streaming p99", fms(d.NonStream.Latency.P99MS), fms(g.NonStream.Latency.P99MS), "**"+dms(f.AddedP99MS)+"**")
-		if d.Stream.FirstData != nil && g.Stream.FirstData != nil {
-			t.row("stream first data p50", fms(d.Stream.FirstData.P50MS), fms(g.Stream.FirstData.P50MS), dms(f.AddedFirstDataP50MS))
-			t.row("stream first data p99", fms(d.Stream.FirstData.P99MS), fms(g.Stream.FirstData.P99MS), dms(f.AddedFirstDataP99MS))
-		}
-		t.row("whole stream p50", fms(d.Stream.Latency.P50MS), fms(g.Stream.Latency.P50MS), dms(f.AddedStreamP50MS))
-		t.row("whole stream p99", fms(d.Stream.Latency.P99MS), fms(g.Stream.Latency.P99MS), dms(f.AddedStreamP99MS))
-		t.row("upstream calls", fmt.Sprint(d.NonStream.Sent+d.Stream.Sent), fmt.Sprint(f.UpstreamCalls), "")
-		t.row("upstream attempts per success", ratioText(d.NonStream.Sent+d.Stream.Sent, d.OK),
-			fmt.Sprintf("**%.3f**", f.AttemptsPerSuccess), "")
+		d, bp, g := f.Direct, f.Bare, f.Gateway
+		fireHead(t, "flaky key")
+		fireSideRows(t, d, bp, g)
+		t.row("upstream calls per success", ratioText(d.NonStream.Sent+d.Stream.Sent, d.OK), ratioText(bp.NonStream.Sent+bp.Stream.Sent, bp.OK),
+			fmt.Sprintf("**%.3f** (%d calls)", f.AttemptsPerSuccess, f.UpstreamCalls), "")
 		var keys []string
 		for _, k := range slices.Sorted(maps.Keys(f.CallsByKey)) {
 			keys = append(keys, fmt.Sprintf("%s ×%d", k, f.CallsByKey[k]))
 		}
-		t.row("gateway calls by key", "–", strings.Join(keys, ", "), "")
+		t.row("Breakwater calls by key", "–", "–", strings.Join(keys, ", "), "")
 		if s.CallSuccessP > 0 && g.OK > 0 {
 			var flaky int64
 			for k, n := range f.CallsByKey {
@@ -321,15 +292,13 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 					flaky += n
 				}
 			}
-			t.row("calls to the flaky provider per success", "–",
-				fmt.Sprintf("%.3f (floor %.2f)", float64(flaky)/float64(g.OK), 1/s.CallSuccessP), "")
+			t.row("calls to the flaky provider per success", "–", "–",
+				fmt.Sprintf("%.3f (floor %.3f)", float64(flaky)/float64(g.OK), 1/s.CallSuccessP), "")
 		}
-		t.row("X-Breakwater-Attempts of successes", "–", tallyCell(f.SuccessAttempts)+fmt.Sprintf(" (mean %.3f)", f.AttemptsHeaderPerSuccess), "")
-		t.row("X-Breakwater-Attempts of failures", "–", tallyCell(f.FailureAttempts), "")
-		t.row("successes served by", "–", tallyCell(f.ServedBy), "")
-		t.row("errors, non-streaming", errorsCell(d.NonStream.Errors), errorsCell(g.NonStream.Errors), "")
-		t.row("errors, streaming", errorsCell(d.Stream.Errors), errorsCell(g.Stream.Errors), "")
-		t.row("gateway VmRSS max (sampled) / VmHWM", "–", mib(f.GatewayMaxRSS)+" / "+mib(f.GatewayPeakRSS), "")
+		t.row("X-Breakwater-Attempts of successes", "–", "–", tallyCell(f.SuccessAttempts)+fmt.Sprintf(" (mean %.3f)", f.AttemptsHeaderPerSuccess), "")
+		t.row("X-Breakwater-Attempts of failures", "–", "–", tallyCell(f.FailureAttempts), "")
+		t.row("successes served by", "–", "–", tallyCell(f.ServedBy), "")
+		t.row("gateway VmRSS max (sampled) / VmHWM", "–", "–", mib(f.GatewayMaxRSS)+" / "+mib(f.GatewayPeakRSS), "")
 		b.WriteString("\n")
 
 		fmt.Fprintf(b, "Calls by breaker state. Every ~%.0f ms the harness reads the mock's per-key call counters, then the gateway's "+
@@ -348,7 +317,7 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 	}
 
 	if rc := r.Recovery; rc != nil {
-		fmt.Fprintf(b, "## 6. Recovery\n\n"+
+		fmt.Fprintf(b, "## 7. Recovery\n\n"+
 			"Right after the under-fire run, the same load goes on; after %.0f s the mock's script for `%s` is switched to healthy answers. "+
 			"The harness then polls the mock's counters and the breaker as above, and stops the load %.0f s after the breaker reads CLOSED "+
 			"(or %.0f s after the switch). The breaker reset timeout is %d ms (shortened from the 30 s default); "+
@@ -388,4 +357,33 @@ func ratioText(a, b int) string {
 		return "–"
 	}
 	return fmt.Sprintf("%.3f", float64(a)/float64(b))
+}
+
+// rateLimitedMarkdown renders scenario 8.
+func (r *Report) rateLimitedMarkdown(b *strings.Builder) {
+	rl := r.RateLimited
+	if rl == nil {
+		return
+	}
+	t := table{b}
+	s := rl.Setup
+	fmt.Fprintf(b, "## 8. Under fire where routing can win: rate-limited keys (%.1f req/s offered for %.0f s, %.0f %% streams)\n\n", s.OfferedRPS, s.Seconds, 100*s.StreamShare)
+	fmt.Fprintf(b, "A gateway of its own with one provider of %d connections; in the mock each connection's key has a token bucket "+
+		"(`rate_limit`: %.0f requests a second, bursts of %d) and answers 429 with `Retry-After`, `retry-after-ms` and "+
+		"`x-ratelimit-remaining-requests`/`x-ratelimit-reset-requests` when it is empty; every answer carries the `x-ratelimit-*` headers. "+
+		"Total capacity %.1f req/s; the offered load is %.0f %% of it, in Poisson arrivals (seeded: bursts and lulls as in real traffic), "+
+		"half of them streams. Default gateway settings apart from the request queue (see the header). Direct and bare proxy send the "+
+		"whole load to the first key, as a client without a gateway would; a router that reads the headers can spread it and never meet an "+
+		"empty bucket.\n\n", s.Keys, s.RequestsPerSecond, s.Burst, s.CapacityRPS, 100*s.OfferedRPS/s.CapacityRPS)
+	fireHead(t, "first key")
+	fireSideRows(t, rl.Direct, rl.Bare, rl.Gateway)
+	t.row("upstream calls per success", ratioText(rl.Direct.NonStream.Sent+rl.Direct.Stream.Sent, rl.Direct.OK),
+		ratioText(rl.Bare.NonStream.Sent+rl.Bare.Stream.Sent, rl.Bare.OK), fmt.Sprintf("**%.3f** (%d calls)", rl.CallsPerSuccess, rl.UpstreamCalls), "")
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(rl.CallsByKey)) {
+		keys = append(keys, fmt.Sprintf("%s ×%d", k, rl.CallsByKey[k]))
+	}
+	t.row("Breakwater calls by key", "–", "–", strings.Join(keys, ", "), "")
+	t.row("X-Breakwater-Attempts of successes / failures", "–", "–", tallyCell(rl.SuccessAttempts)+" / "+tallyCell(rl.FailureAttempts), "")
+	b.WriteString("\n")
 }

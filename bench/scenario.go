@@ -40,24 +40,39 @@ func chatBody(model string, stream bool) []byte {
 type bench struct {
 	o         options
 	bin, dir  string
+	self      string // this binary, which also runs the bare proxy
 	mock, gw  *proc.Child
+	bare      *proc.Child
 	ctrl      *http.Client
 	rep       *Report
 	directURL string
+	bareURL   string
 	gwURL     string
+	// profiler takes the gateways' profiles when -profile is set.
+	profiler *profiler
 }
 
-// target is one side of a comparison.
+// target is one side of a comparison: its name ("direct", "bare",
+// "gateway"), the request, and the process in the middle (nil direct).
 type target struct {
-	name string // "direct" or "gateway"
+	name string
 	req  load.Request
+	mid  *proc.Child
 }
 
-func (b *bench) targets(stream bool) [2]target {
-	return [2]target{
-		{"direct", load.Request{URL: b.directURL, Body: chatBody(directModel, stream), Stream: stream}},
-		{"gateway", load.Request{URL: b.gwURL, Body: chatBody(gatewayModel, stream), Stream: stream}},
+// trio returns the three targets of one load: the same body straight to
+// the mock, through the bare proxy and through gw (with its model).
+func (b *bench) trio(gw *proc.Child, direct, viaGateway []byte, stream bool) [3]target {
+	return [3]target{
+		{"direct", load.Request{URL: b.directURL, Body: direct, Stream: stream}, nil},
+		{"bare", load.Request{URL: b.bareURL, Body: direct, Stream: stream}, b.bare},
+		{"gateway", load.Request{URL: "http://" + gw.Addr + "/v1/chat/completions", Body: viaGateway, Stream: stream}, gw},
 	}
+}
+
+// targets returns the three targets of the main gateway's chat request.
+func (b *bench) targets(stream bool) [3]target {
+	return b.trio(b.gw, chatBody(directModel, stream), chatBody(gatewayModel, stream), stream)
 }
 
 // benchmark starts the servers, runs every scenario and returns the report
@@ -93,6 +108,14 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 		defer os.RemoveAll(dir)
 	}
 
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("finding the benchmark's own binary (it runs the bare proxy): %w", err)
+	}
+	if note := raiseFileLimit(); note != "" {
+		rep.Notes = append(rep.Notes, note)
+	}
+
 	mockPort, err := proc.FreePort()
 	if err != nil {
 		return nil, err
@@ -102,28 +125,44 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 		return nil, err
 	}
 	defer mock.Stop()
-	gwPort, err := proc.FreePort()
+	barePort, err := proc.FreePort()
 	if err != nil {
 		return nil, err
 	}
-	gw, err := proc.StartGateway(ctx, bin, dir, gwPort, mock.Addr)
+	bare, err := proc.StartBareProxy(ctx, self, dir, barePort, mock.Addr)
+	if err != nil {
+		return nil, err
+	}
+	defer bare.Stop()
+
+	b := &bench{
+		o: o, bin: bin, dir: dir, self: self, mock: mock, bare: bare, rep: rep,
+		ctrl:      &http.Client{Timeout: 5 * time.Second},
+		directURL: "http://" + mock.Addr + "/v1/chat/completions",
+		bareURL:   "http://" + bare.Addr + "/v1/chat/completions",
+	}
+	rep.Gateway = GatewaySetup{ConfigChanges: proc.GatewayConfigChanges()}
+	if o.profile {
+		b.profiler = newProfiler(filepath.Join(o.out, "profiles"))
+		rep.Gateway.Pprof = true
+	}
+	gw, err := b.startGateway(ctx, "gateway", func(listen string) []byte {
+		return proc.GatewayConfig(proc.Shape{Listen: listen, DataDir: filepath.Join(dir, "data"), MockAddr: mock.Addr, Providers: 1})
+	})
 	if err != nil {
 		return nil, err
 	}
 	defer gw.Stop()
+	b.gw, b.gwURL = gw, "http://"+gw.Addr+"/v1/chat/completions"
 
-	b := &bench{
-		o: o, bin: bin, dir: dir, mock: mock, gw: gw, rep: rep,
-		ctrl:      &http.Client{Timeout: 5 * time.Second},
-		directURL: "http://" + mock.Addr + "/v1/chat/completions",
-		gwURL:     "http://" + gw.Addr + "/v1/chat/completions",
-	}
 	mem := &MemoryResult{}
-	if m, err := proc.ReadMemory(gw.PID()); err == nil {
-		mem.GatewayIdleRSS = m.RSS
-	}
-	if m, err := proc.ReadMemory(mock.PID()); err == nil {
-		mem.MockIdleRSS = m.RSS
+	for _, m := range []struct {
+		c   *proc.Child
+		rss *int64
+	}{{gw, &mem.GatewayIdleRSS}, {bare, &mem.BareIdleRSS}, {mock, &mem.MockIdleRSS}} {
+		if v, err := proc.ReadMemory(m.c.PID()); err == nil {
+			*m.rss = v.RSS
+		}
 	}
 	if err := b.setStreamScript(ctx); err != nil {
 		return rep, err
@@ -132,31 +171,50 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 
 	runErr := b.scenarios(ctx, mem)
 
-	if m, err := proc.ReadMemory(gw.PID()); err == nil {
-		mem.GatewayPeak = m.Peak
-	} else if runErr == nil {
-		runErr = err
-	}
-	if m, err := proc.ReadMemory(mock.PID()); err == nil {
-		mem.MockPeak = m.Peak
-	}
 	if mem.GatewayPeak > 0 {
 		rep.Memory = mem
 	}
-	if n := gw.LogLines(); n > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("the gateway (at --log-level warn) wrote %d log lines; the last ones:\n%s", n, gw.LogTail(12)))
+	access, other, tail := gw.LogSummary(12)
+	rep.Gateway.AccessLines, rep.Gateway.OtherLines = access, other
+	if other > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the gateway wrote %d warning or error lines (and %d access lines); the last ones:\n%s", other, access, tail))
 	}
-	if err := gw.Stop(); err != nil {
-		rep.Notes = append(rep.Notes, "stopping the gateway: "+err.Error())
-	} else if _, werr := gw.Exited(); werr != nil && !isSignalExit(werr) {
-		rep.Notes = append(rep.Notes, "the gateway exited with "+werr.Error()+" on SIGTERM")
+	for _, c := range []*proc.Child{gw, bare} {
+		if err := c.Stop(); err != nil {
+			rep.Notes = append(rep.Notes, "stopping the "+c.Name+": "+err.Error())
+		} else if _, werr := c.Exited(); werr != nil && !isSignalExit(werr) {
+			rep.Notes = append(rep.Notes, "the "+c.Name+" exited with "+werr.Error()+" on SIGTERM")
+		}
 	}
 	if err := mock.Stop(); err != nil {
 		rep.Notes = append(rep.Notes, "stopping the mock: "+err.Error())
 	}
+	if b.profiler != nil {
+		rep.Profiles = b.profiler.summarise(ctx)
+	}
+	rep.Targets = evaluateTargets(rep)
 	rep.Budgets = evaluateBudgets(rep)
-	rep.ProofBudgets = evaluateProofBudgets(rep)
 	return rep, runErr
+}
+
+// startGateway starts a gateway named name with the configuration cfg
+// returns for its listen address, with the extra arguments of every
+// gateway (--pprof when profiling).
+func (b *bench) startGateway(ctx context.Context, name string, cfg func(listen string) []byte) (*proc.Child, error) {
+	port, err := proc.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	var extra []string
+	if b.profiler != nil {
+		pport, err := proc.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		extra = append(extra, "--pprof", fmt.Sprintf("127.0.0.1:%d", pport))
+		defer func() { b.profiler.addr[name] = fmt.Sprintf("127.0.0.1:%d", pport) }()
+	}
+	return proc.StartGatewayWith(ctx, b.bin, b.dir, name, cfg(fmt.Sprintf("127.0.0.1:%d", port)), extra...)
 }
 
 // busy reports whether a load average (as text) exceeds the CPU count.
@@ -172,7 +230,7 @@ func isSignalExit(err error) bool {
 }
 
 // scenarios runs the selected scenarios in order, stopping at the first
-// error or when the gateway dies.
+// error or when the gateway or the bare proxy dies.
 func (b *bench) scenarios(ctx context.Context, mem *MemoryResult) error {
 	steps := []struct {
 		name string
@@ -182,9 +240,11 @@ func (b *bench) scenarios(ctx context.Context, mem *MemoryResult) error {
 		{"fixed rate", b.o.skipOpen, b.openLoop},
 		{"max throughput", b.o.skipMax, func(ctx context.Context) error { return b.throughput(ctx, mem) }},
 		{"streaming", b.o.skipStream, b.streaming},
+		{"curves", b.o.skipCurves, b.curves},
 		{"under fire", b.o.skipFire, b.underFire},
+		{"rate-limited", b.o.skipRateLimited, b.rateLimited},
 	}
-	for _, s := range steps {
+	for i, s := range steps {
 		if s.skip {
 			continue
 		}
@@ -192,13 +252,34 @@ func (b *bench) scenarios(ctx context.Context, mem *MemoryResult) error {
 		if err := s.run(ctx); err != nil {
 			return fmt.Errorf("%s scenario: %w", s.name, err)
 		}
-		if exited, err := b.gw.Exited(); exited {
-			msg := fmt.Sprintf("the gateway exited during the %s scenario (%v); its log:\n%s", s.name, err, b.gw.LogTail(30))
-			b.rep.Notes = append(b.rep.Notes, msg)
-			return errors.New("the gateway exited during the " + s.name + " scenario")
+		if i < 3 {
+			// The memory section is about scenarios 1–3: the peaks
+			// (VmHWM) are read before the curves load the mock and the
+			// bare proxy with large bodies and thousands of streams.
+			b.readPeaks(mem)
+		}
+		for _, c := range []*proc.Child{b.gw, b.bare} {
+			if exited, err := c.Exited(); exited {
+				msg := fmt.Sprintf("the %s exited during the %s scenario (%v); its log:\n%s", c.Name, s.name, err, c.LogTail(30))
+				b.rep.Notes = append(b.rep.Notes, msg)
+				return errors.New("the " + c.Name + " exited during the " + s.name + " scenario")
+			}
 		}
 	}
 	return nil
+}
+
+// readPeaks reads the VmHWM of the main gateway, the bare proxy and the
+// mock into mem.
+func (b *bench) readPeaks(mem *MemoryResult) {
+	for _, p := range []struct {
+		c    *proc.Child
+		into *int64
+	}{{b.gw, &mem.GatewayPeak}, {b.bare, &mem.BarePeak}, {b.mock, &mem.MockPeak}} {
+		if m, err := proc.ReadMemory(p.c.PID()); err == nil {
+			*p.into = m.Peak
+		}
+	}
 }
 
 // measurement is what measure needs to know about one run.
@@ -208,12 +289,25 @@ type measurement struct {
 	warm     func(context.Context, *http.Client) error
 	run      func(context.Context, *http.Client) (*load.Result, error)
 	openLoop bool
+	// profile, when not empty, names the gateway run's profiles; dur is
+	// how long the run lasts.
+	profile string
+	dur     time.Duration
+	// timeout, when set, replaces -timeout as the per-request deadline.
+	timeout time.Duration
+	// before runs just before the measured run; after once the run is
+	// over and the client's connections are closed (both optional).
+	before, after func(context.Context)
 }
 
 // measure runs one measurement against one target: warm-up, mock counter
 // reset, the run, then the CPU and call counts around it.
 func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
-	client := load.NewClient(m.conns, b.o.timeout)
+	timeout := b.o.timeout
+	if m.timeout > 0 {
+		timeout = m.timeout
+	}
+	client := load.NewClient(m.conns, timeout)
 	defer client.CloseIdleConnections()
 	if m.warm != nil {
 		if err := m.warm(ctx, client); err != nil {
@@ -224,33 +318,53 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 		return Run{}, err
 	}
 	mock0, _ := proc.ReadCPU(b.mock.PID())
-	gw0, _ := proc.ReadCPU(b.gw.PID())
-	self0 := selfCPU()
+	var mid0 time.Duration
 	var sampler *proc.Sampler
-	if m.tgt.name == "gateway" {
-		sampler = proc.NewSampler(b.gw.PID(), 100*time.Millisecond)
+	if m.tgt.mid != nil {
+		mid0, _ = proc.ReadCPU(m.tgt.mid.PID())
+		sampler = proc.NewSampler(m.tgt.mid.PID(), 100*time.Millisecond)
 	}
+	var prof *capture
+	if b.profiler != nil && m.profile != "" && m.tgt.name == "gateway" {
+		prof = b.profiler.start(ctx, m.tgt.mid.Name, m.profile, m.dur)
+	}
+	if m.before != nil {
+		m.before(ctx)
+	}
+	self0 := selfCPU()
 	start := time.Now()
 	res, err := m.run(ctx, client)
 	wall := time.Since(start)
+	self1 := selfCPU()
+	client.CloseIdleConnections()
+	if m.after != nil && err == nil {
+		m.after(ctx)
+	}
 	var maxRSS int64
 	if sampler != nil {
 		maxRSS, _ = sampler.Stop()
+	}
+	if prof != nil {
+		prof.wait()
 	}
 	if err != nil {
 		return Run{}, err
 	}
 	mock1, _ := proc.ReadCPU(b.mock.PID())
-	gw1, _ := proc.ReadCPU(b.gw.PID())
-	self1 := selfCPU()
 
 	run := runOf(m.tgt.name, res, m.openLoop, m.tgt.req.Stream)
 	run.MockCPUMS = ms(mock1 - mock0)
-	run.GatewayCPUMS = ms(gw1 - gw0)
+	if m.tgt.mid != nil {
+		mid1, _ := proc.ReadCPU(m.tgt.mid.PID())
+		run.ProxyCPUMS = ms(mid1 - mid0)
+	}
 	run.GeneratorCPUPct = 100 * (self1 - self0).Seconds() / wall.Seconds()
-	run.GatewayMaxRSS = maxRSS
+	run.ProxyMaxRSS = maxRSS
 	if total, err := b.mockCalls(ctx); err == nil {
 		run.UpstreamCalls = total
+	}
+	if m.tgt.mid == b.gw {
+		b.rep.Gateway.Requests += run.Sent
 	}
 	fmt.Fprintf(os.Stderr, "bench:   %-7s %d/%d ok, %.0f req/s, p50 %.3f ms, p99 %.3f ms\n",
 		m.tgt.name, run.OK, run.Scheduled, run.RPS, run.Latency.P50MS, run.Latency.P99MS)
@@ -263,90 +377,78 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 // driveFunc sends one load to req for d.
 type driveFunc func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error)
 
-// measurePair measures the same load straight to the mock, then through
-// the gateway: drive for warm first (skipped when warm is 0), then for dur.
-func (b *bench) measurePair(ctx context.Context, stream bool, m measurement, drive driveFunc, warm, dur time.Duration) (direct, gateway Run, err error) {
-	var runs [2]Run
-	for i, tgt := range b.targets(stream) {
+// measureTrio measures the same load on the three targets, in order:
+// drive for warm first (skipped when warm is 0), then for dur.
+func (b *bench) measureTrio(ctx context.Context, tgts [3]target, m measurement, drive driveFunc, warm, dur time.Duration) (Trio, error) {
+	var runs [3]Run
+	m.dur = dur
+	for i, tgt := range tgts {
 		m.tgt, m.warm = tgt, nil
 		if warm > 0 {
+			// The main gateway's warm-up requests count as sent to it too,
+			// for the access log check.
 			m.warm = func(ctx context.Context, c *http.Client) error {
-				_, err := drive(ctx, c, tgt.req, warm)
+				res, err := drive(ctx, c, tgt.req, warm)
+				if err == nil && tgt.mid == b.gw {
+					b.rep.Gateway.Requests += res.Sent
+				}
 				return err
 			}
 		}
 		m.run = func(ctx context.Context, c *http.Client) (*load.Result, error) {
 			return drive(ctx, c, tgt.req, dur)
 		}
+		var err error
 		if runs[i], err = b.measure(ctx, m); err != nil {
-			return Run{}, Run{}, err
+			return Trio{}, err
 		}
 	}
-	return runs[0], runs[1], nil
+	return Trio{Direct: runs[0], Bare: runs[1], Gateway: runs[2]}, nil
 }
 
-// openLoop is scenario 1: every rate, direct then gateway.
+// openLoop is scenario 1: every rate, on the three targets.
 func (b *bench) openLoop(ctx context.Context) error {
 	for _, rate := range b.o.rates {
-		res := OpenLoopResult{RatePerS: rate}
 		drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
 			return load.OpenLoop(ctx, c, req, load.Schedule{Rate: rate, Duration: d}, b.o.maxInFlight)
 		}
-		var err error
-		res.Direct, res.Gateway, err = b.measurePair(ctx, false, measurement{conns: b.o.openConns, openLoop: true},
+		tr, err := b.measureTrio(ctx, b.targets(false),
+			measurement{conns: b.o.openConns, openLoop: true, profile: fmt.Sprintf("open-loop-%.0f", rate)},
 			drive, b.o.warmup, b.o.openDuration)
 		if err != nil {
 			return err
 		}
-		d, g := res.Direct, res.Gateway
-		res.AddedP50MS = g.Latency.P50MS - d.Latency.P50MS
-		res.AddedP99MS = g.Latency.P99MS - d.Latency.P99MS
-		res.AddedFromScheduleP50MS = g.FromSchedule.P50MS - d.FromSchedule.P50MS
-		res.AddedFromScheduleP99MS = g.FromSchedule.P99MS - d.FromSchedule.P99MS
-		b.rep.OpenLoop = append(b.rep.OpenLoop, res)
+		b.rep.OpenLoop = append(b.rep.OpenLoop, OpenLoopResult{RatePerS: rate, Trio: tr})
 	}
 	return nil
 }
 
 // throughput is scenario 2: closed loop at -conns connections.
 func (b *bench) throughput(ctx context.Context, mem *MemoryResult) error {
-	res := &ThroughputResult{Connections: b.o.conns}
 	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
 		return load.ClosedLoop(ctx, c, req, b.o.conns, d)
 	}
-	var err error
-	res.Direct, res.Gateway, err = b.measurePair(ctx, false, measurement{conns: b.o.conns}, drive, b.o.warmup, b.o.throughputDur)
+	tr, err := b.measureTrio(ctx, b.targets(false), measurement{conns: b.o.conns, profile: "throughput"},
+		drive, b.o.warmup, b.o.throughputDur)
 	if err != nil {
 		return err
 	}
-	if res.Direct.RPS > 0 {
-		res.Ratio = res.Gateway.RPS / res.Direct.RPS
-	}
-	res.AddedP50MS = res.Gateway.Latency.P50MS - res.Direct.Latency.P50MS
-	res.AddedP99MS = res.Gateway.Latency.P99MS - res.Direct.Latency.P99MS
-	mem.GatewayMaxRSSRun = res.Gateway.GatewayMaxRSS
-	b.rep.Throughput = res
+	mem.GatewayMaxRSSRun = tr.Gateway.ProxyMaxRSS
+	b.rep.Throughput = &ThroughputResult{Connections: b.o.conns, Trio: tr}
 	return nil
 }
 
 // streaming is scenario 3: -stream-workers concurrent streams.
 func (b *bench) streaming(ctx context.Context) error {
-	res := &StreamingResult{Workers: b.o.streamWorkers}
 	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
 		return load.Streams(ctx, c, req, b.o.streamWorkers, d)
 	}
-	var err error
-	res.Direct, res.Gateway, err = b.measurePair(ctx, true, measurement{conns: b.o.streamWorkers}, drive,
+	tr, err := b.measureTrio(ctx, b.targets(true), measurement{conns: b.o.streamWorkers, profile: "streaming"}, drive,
 		min(b.o.warmup, time.Second), b.o.streamDuration)
 	if err != nil {
 		return err
 	}
-	d, g := res.Direct, res.Gateway
-	res.AddedFirstDataP50MS = g.FirstData.P50MS - d.FirstData.P50MS
-	res.AddedFirstDataP99MS = g.FirstData.P99MS - d.FirstData.P99MS
-	res.AddedTotalP50MS = g.Latency.P50MS - d.Latency.P50MS
-	res.AddedTotalP99MS = g.Latency.P99MS - d.Latency.P99MS
-	b.rep.Streaming = res
+	b.rep.Streaming = &StreamingResult{Workers: b.o.streamWorkers, Trio: tr}
 	return nil
 }
 
@@ -393,7 +495,7 @@ func (b *bench) preflight(ctx context.Context) {
 			if stream {
 				ok = ok && bytes.Contains(body, []byte("data: [DONE]"))
 			}
-			if ok && tgt.name == "direct" {
+			if ok && tgt.name != "gateway" {
 				continue
 			}
 			note := fmt.Sprintf("preflight %s %s request: %s", tgt.name, kind, resp.Status)

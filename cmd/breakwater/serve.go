@@ -29,7 +29,7 @@ func newDemoToken() string {
 }
 
 func newServeCommand(g *globalFlags) *cobra.Command {
-	var cfgPath, listen, demoToken string
+	var cfgPath, listen, demoToken, pprofAddr string
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the gateway (the embedded demo when no configuration is given)",
@@ -40,6 +40,13 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			routeRedisLogs(log)
+			if pprofAddr != "" {
+				stopPprof, err := startPprof(pprofAddr, log.Named("pprof"))
+				if err != nil {
+					return err
+				}
+				defer stopPprof()
+			}
 			if cfgPath == "" {
 				if _, err := os.Stat(defaultConfigFile); err == nil {
 					cfgPath = defaultConfigFile
@@ -107,5 +114,8 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (default ./breakwater.yaml, else the embedded demo)")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address, overriding server.listen")
+	// Hidden: Go runtime profiles on a loopback address, for the benchmark.
+	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address")
+	_ = cmd.Flags().MarkHidden("pprof")
 	return cmd
 }

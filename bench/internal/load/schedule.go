@@ -3,6 +3,8 @@ package load
 import (
 	"context"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -17,15 +19,46 @@ type Schedule struct {
 	Rate float64
 	// Duration is the length of the schedule; ≤ 0 means no arrivals.
 	Duration time.Duration
+	// Offsets, when not nil, are the due times of the arrivals, in
+	// increasing order, instead of the constant rate (see Poisson).
+	Offsets []time.Duration
+}
+
+// Poisson returns a schedule of random arrivals at rate per second on
+// average over d: exponential gaps drawn from a generator seeded with seed
+// (the same seed gives the same arrivals). Bursts and lulls come as they
+// do in real traffic, which a constant rate never shows.
+func Poisson(rate float64, d time.Duration, seed uint64) Schedule {
+	s := Schedule{Rate: rate, Duration: d, Offsets: []time.Duration{}}
+	if rate <= 0 || d <= 0 {
+		return s
+	}
+	rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+	for at := time.Duration(0); ; {
+		at += time.Duration(rng.ExpFloat64() / rate * float64(time.Second))
+		if at >= d {
+			return s
+		}
+		s.Offsets = append(s.Offsets, at)
+	}
 }
 
 // At returns the due time of arrival i, as an offset from the start.
 func (s Schedule) At(i int) time.Duration {
+	if s.Offsets != nil {
+		if i >= len(s.Offsets) {
+			return s.Duration
+		}
+		return s.Offsets[i]
+	}
 	return time.Duration(float64(i) * float64(time.Second) / s.Rate)
 }
 
 // Count returns the number of arrivals: how many i ≥ 0 have At(i) < Duration.
 func (s Schedule) Count() int {
+	if s.Offsets != nil {
+		return len(s.Offsets)
+	}
 	if s.Rate <= 0 || s.Duration <= 0 {
 		return 0
 	}
@@ -48,6 +81,13 @@ func (s Schedule) DueBy(elapsed time.Duration) int {
 	total := s.Count()
 	if total == 0 || elapsed < 0 {
 		return 0
+	}
+	if s.Offsets != nil {
+		n, found := slices.BinarySearch(s.Offsets, elapsed)
+		for found && n < total && s.Offsets[n] <= elapsed {
+			n++
+		}
+		return n
 	}
 	k := int(math.Floor(elapsed.Seconds()*s.Rate)) + 1
 	for k > 0 && s.At(k-1) > elapsed {

@@ -191,3 +191,51 @@ func TestDispatchStopsWhenContextEnds(t *testing.T) {
 		t.Fatalf("fired %d after cancel, want 10", fired)
 	}
 }
+
+func TestPoisson(t *testing.T) {
+	s := Poisson(100, 100*time.Second, 7)
+	n := s.Count()
+	// 10,000 arrivals expected; the standard deviation is 100.
+	if n < 9500 || n > 10500 {
+		t.Fatalf("Count = %d, want about 10000", n)
+	}
+	if again := Poisson(100, 100*time.Second, 7); again.Count() != n || again.At(n/2) != s.At(n/2) {
+		t.Error("the same seed gave other arrivals")
+	}
+	var gaps []time.Duration
+	for i := 1; i < n; i++ {
+		if s.At(i) < s.At(i-1) || s.At(i) >= s.Duration {
+			t.Fatalf("arrival %d at %v after %v (duration %v)", i, s.At(i), s.At(i-1), s.Duration)
+		}
+		gaps = append(gaps, s.At(i)-s.At(i-1))
+	}
+	// Exponential gaps of mean 10 ms: about 1-1/e of them below the mean,
+	// and some far above (bursts and lulls).
+	below, long := 0, 0
+	for _, g := range gaps {
+		if g < 10*time.Millisecond {
+			below++
+		}
+		if g > 40*time.Millisecond {
+			long++
+		}
+	}
+	if frac := float64(below) / float64(len(gaps)); frac < 0.60 || frac > 0.66 {
+		t.Errorf("%.3f of the gaps below the mean, want about 0.632", frac)
+	}
+	if long == 0 {
+		t.Error("no gap above four times the mean: not exponential")
+	}
+	if got := s.DueBy(s.At(10)); got != 11 {
+		t.Errorf("DueBy(At(10)) = %d, want 11", got)
+	}
+	if got := s.DueBy(s.At(10) - 1); got != 10 {
+		t.Errorf("DueBy(At(10)-1) = %d, want 10", got)
+	}
+	if got := s.DueBy(time.Hour); got != n {
+		t.Errorf("DueBy(1h) = %d, want %d", got, n)
+	}
+	if Poisson(0, time.Second, 1).Count() != 0 {
+		t.Error("rate 0 has arrivals")
+	}
+}

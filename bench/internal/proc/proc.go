@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,14 +71,41 @@ func (c *Child) LogTail(n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// LogLines returns how many lines the child has written so far, its
-// address banner left out.
-func (c *Child) LogLines() int {
-	data, err := os.ReadFile(c.logPath)
-	if err != nil || len(data) == 0 {
-		return 0
+// accessMark is in every line of the gateway's access log (the "access"
+// sub-logger of the root logger "breakwater").
+const accessMark = "breakwater.access:"
+
+// quietLevels mark log lines that are routine (hclog's text format).
+var quietLevels = []string{"[INFO]", "[DEBUG]", "[TRACE]"}
+
+// LogSummary scans what the child has written so far: how many lines are
+// access log lines, how many are neither access lines nor routine (info,
+// debug, trace) lines — warnings, errors, anything not in hclog's format
+// such as a panic — and the last n of those (its address banner left out).
+func (c *Child) LogSummary(n int) (access, other int, tail string) {
+	f, err := os.Open(c.logPath)
+	if err != nil {
+		return 0, 0, ""
 	}
-	return strings.Count(strings.TrimRight(string(data), "\n"), "\n") + 1
+	defer f.Close()
+	var last []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, accessMark) {
+			access++
+			continue
+		}
+		if slices.ContainsFunc(quietLevels, func(l string) bool { return strings.Contains(line, l) }) {
+			continue
+		}
+		other++
+		if last = append(last, line); len(last) > n {
+			last = last[1:]
+		}
+	}
+	return access, other, strings.Join(last, "\n")
 }
 
 // Stop sends SIGTERM, waits up to 5 s, then kills the process. It is
@@ -188,25 +216,30 @@ func StartMock(ctx context.Context, bin, dir string, port int) (*Child, error) {
 		"mock", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 }
 
-// StartGateway writes a configuration for a single OpenAI-kind provider
-// "bench" (model bench-model, two connections) in front of mockAddr to
-// dir/gateway.yaml, runs `bin serve --config FILE --log-level warn`, and
-// returns once GET /v1/models answers 200.
-func StartGateway(ctx context.Context, bin, dir string, port int, mockAddr string) (*Child, error) {
-	listen := fmt.Sprintf("127.0.0.1:%d", port)
-	return StartGatewayWith(ctx, bin, dir, "gateway", GatewayConfig(listen, filepath.Join(dir, "data"), mockAddr))
+// BareProxyCommand is the hidden first argument that makes the benchmark
+// binary run the bare proxy.
+const BareProxyCommand = "bareproxy"
+
+// StartBareProxy runs `self bareproxy -listen 127.0.0.1:port -upstream
+// upstream` (self being the benchmark's own binary) and returns once it has
+// announced its address. dir receives its log.
+func StartBareProxy(ctx context.Context, self, dir string, port int, upstream string) (*Child, error) {
+	return start(ctx, "bareproxy", self, dir, "bare proxy listening on",
+		BareProxyCommand, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", upstream)
 }
 
 // StartGatewayWith writes cfg (which sets the listen address) to
-// dir/NAME.yaml, runs `bin serve --config FILE --log-level warn` with its
-// output in dir/NAME.log, and returns once GET /v1/models answers 200.
-func StartGatewayWith(ctx context.Context, bin, dir, name string, cfg []byte) (*Child, error) {
+// dir/NAME.yaml, runs `bin serve --config FILE` followed by extra (for
+// example a hidden --pprof ADDR) at the default log level, so the access
+// log is on, with its output in dir/NAME.log, and returns once GET
+// /v1/models answers 200.
+func StartGatewayWith(ctx context.Context, bin, dir, name string, cfg []byte, extra ...string) (*Child, error) {
 	cfgPath := filepath.Join(dir, name+".yaml")
 	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
 		return nil, fmt.Errorf("writing the %s configuration: %w", name, err)
 	}
 	c, err := start(ctx, name, bin, dir, "breakwater listening on",
-		"serve", "--config", cfgPath, "--log-level", "warn")
+		append([]string{"serve", "--config", cfgPath}, extra...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -215,34 +248,6 @@ func StartGatewayWith(ctx context.Context, bin, dir, name string, cfg []byte) (*
 		return nil, err
 	}
 	return c, nil
-}
-
-// GatewayConfig returns the gateway configuration (docs/api.md format) the
-// benchmark runs: listen address, Badger state under dataDir, and provider
-// "bench" of kind openai at http://mockAddr/v1 serving bench-model over two
-// connections. No client keys: the gateway is open on loopback. The
-// per-connection request queue is not auto-enabled: its default limiter
-// (100 requests a minute per connection) would turn a load test into a
-// test of that limit.
-func GatewayConfig(listen, dataDir, mockAddr string) []byte {
-	return fmt.Appendf(nil, `server:
-  listen: %q
-state:
-  backend: badger
-  path: %q
-providers:
-  - id: bench
-    kind: openai
-    base_url: %q
-    models: [bench-model]
-    connections:
-      - id: conn-a
-        api_key: bench-upstream-key-a
-      - id: conn-b
-        api_key: bench-upstream-key-b
-resilience:
-  request_queue: {auto_enable_api_key_providers: false}
-`, listen, dataDir, "http://"+mockAddr+"/v1")
 }
 
 // waitModels polls GET /v1/models until it answers 200.

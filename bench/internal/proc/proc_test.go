@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -67,7 +68,7 @@ func TestParseBanner(t *testing.T) {
 }
 
 func TestGatewayConfigIsValid(t *testing.T) {
-	data := GatewayConfig("127.0.0.1:18080", "/tmp/bench data/data", "127.0.0.1:19090")
+	data := GatewayConfig(Shape{Listen: "127.0.0.1:18080", DataDir: "/tmp/bench data/data", MockAddr: "127.0.0.1:19090", Providers: 1})
 	cfg, err := config.Parse(data, "bench.yaml")
 	if err != nil {
 		t.Fatalf("config.Parse rejected the bench configuration: %v\n%s", err, data)
@@ -96,6 +97,34 @@ func TestGatewayConfigIsValid(t *testing.T) {
 	}
 	if q := cfg.Resilience.RequestQueue.AutoEnableAPIKeyProviders; q == nil || *q {
 		t.Errorf("request_queue.auto_enable_api_key_providers = %v, want false (the default limiter would dominate)", q)
+	}
+}
+
+// TestGatewayConfigShapes checks the curve configurations: the number of
+// providers, of the benchmark provider's connections and of combos, the
+// benchmark combo targeting the benchmark provider, and the admin token.
+func TestGatewayConfigShapes(t *testing.T) {
+	data := GatewayConfig(Shape{Listen: "127.0.0.1:18080", DataDir: "/tmp/d", MockAddr: "127.0.0.1:19090",
+		Providers: 30, Connections: 7, Combos: 40, AdminToken: "tok"})
+	cfg, err := config.Parse(data, "curve.yaml")
+	if err != nil {
+		t.Fatalf("config.Parse rejected a curve configuration: %v\n%s", err, data)
+	}
+	if len(cfg.Providers) != 30 || cfg.Providers[0].ID != BenchProvider || len(cfg.Providers[0].Connections) != 7 {
+		t.Fatalf("%d providers, first %s with %d connections; want 30, bench with 7", len(cfg.Providers), cfg.Providers[0].ID, len(cfg.Providers[0].Connections))
+	}
+	if len(cfg.Providers[29].Connections) != 2 || cfg.Providers[29].Models[0] != "other-model-30" {
+		t.Errorf("last provider = %+v", cfg.Providers[29])
+	}
+	if len(cfg.Combos) != 40 || cfg.Combos[0].Name != BenchCombo || cfg.Combos[0].Targets[0].Model != "bench/bench-model" {
+		t.Fatalf("%d combos, first %+v; want 40, bench-combo → bench/bench-model", len(cfg.Combos), cfg.Combos[0])
+	}
+	if cfg.Server.AdminToken.Value() != "tok" {
+		t.Errorf("admin token = %q", cfg.Server.AdminToken.Value())
+	}
+	if data := GatewayConfig(Shape{Listen: "127.0.0.1:1", DataDir: "/tmp/d", MockAddr: "127.0.0.1:2"}); strings.Contains(string(data), "combos:") ||
+		strings.Contains(string(data), "admin_token") {
+		t.Errorf("a plain shape has combos or an admin token:\n%s", data)
 	}
 }
 
@@ -135,5 +164,27 @@ func TestFireGatewayConfigIsValid(t *testing.T) {
 	}
 	if r.StreamRecovery.ContentStallTimeoutMS != 500 {
 		t.Errorf("content_stall_timeout_ms = %d, want 500", r.StreamRecovery.ContentStallTimeoutMS)
+	}
+}
+
+func TestLogSummary(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/gw.log"
+	log := "2026-01-01T00:00:00Z [INFO]  breakwater.server: listening: addr=127.0.0.1:1\n" +
+		"2026-01-01T00:00:01Z [INFO]  breakwater.access: request: request_id=1 status=200\n" +
+		"2026-01-01T00:00:01Z [WARN]  breakwater.engine: connection cooling: id=a\n" +
+		"2026-01-01T00:00:02Z [INFO]  breakwater.access: request: request_id=2 status=200\n" +
+		"panic: something\n" +
+		"2026-01-01T00:00:03Z [ERROR] breakwater.server: upstream failed\n"
+	if err := os.WriteFile(path, []byte(log), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &Child{logPath: path}
+	access, other, tail := c.LogSummary(2)
+	if access != 2 || other != 3 {
+		t.Errorf("access %d, other %d; want 2 access lines and 3 warnings, errors and others", access, other)
+	}
+	if want := "panic: something\n2026-01-01T00:00:03Z [ERROR] breakwater.server: upstream failed"; tail != want {
+		t.Errorf("tail = %q, want %q", tail, want)
 	}
 }

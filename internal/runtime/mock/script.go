@@ -58,6 +58,9 @@ type Rule struct {
 	// Responses are the steps of this rule. Empty means one default step
 	// (the echo answer).
 	Responses []Step `yaml:"responses"`
+	// RateLimit, when set, gives every API key a token bucket for this
+	// rule (see RateLimit).
+	RateLimit *RateLimit `yaml:"rate_limit"`
 }
 
 // Step is one scripted answer. Zero values mean "as the echo default".
@@ -240,6 +243,11 @@ func (s *Script) Validate() error {
 				return fmt.Errorf("%s.header: %q is not name=value", where, r.Header)
 			}
 		}
+		if r.RateLimit != nil {
+			if err := r.RateLimit.validate(); err != nil {
+				return fmt.Errorf("%s.%w", where, err)
+			}
+		}
 		totalWeight := 0
 		for j := range r.Responses {
 			st := &r.Responses[j]
@@ -333,6 +341,7 @@ type ruleState struct {
 	totalWeight int
 	mu          sync.Mutex // guards rng
 	rng         *rand.Rand
+	limit       *buckets // nil without Rule.RateLimit
 }
 
 func compile(s *Script) *program {
@@ -343,6 +352,9 @@ func compile(s *Script) *program {
 	for i := range s.Rules {
 		r := &s.Rules[i]
 		rs := &ruleState{rule: r, random: r.Mode == "random"}
+		if r.RateLimit != nil {
+			rs.limit = newBuckets(r.RateLimit, time.Now)
+		}
 		var sum uint64
 		for j := range r.Responses {
 			sum += uint64(max(r.Responses[j].Times, 1))
@@ -370,21 +382,30 @@ func (p *program) pick(key, model, path string, hdr http.Header, account bool) *
 		if !globMatch(r.Key, key) || !globMatch(r.Model, model) || !globMatch(r.Path, path) || !headerMatch(r.Header, hdr) {
 			continue
 		}
-		if len(r.Responses) == 0 {
-			return defaultStep
+		if rs.limit != nil {
+			return rs.limit.limited(key, rs.step)
 		}
-		if rs.random {
-			return &r.Responses[rs.draw()]
-		}
-		n := rs.calls.Add(1) - 1
-		for j, b := range rs.bounds {
-			if n < b {
-				return &r.Responses[j]
-			}
-		}
-		return &r.Responses[len(r.Responses)-1]
+		return rs.step()
 	}
 	return defaultStep
+}
+
+// step returns the rule's next step (defaultStep when it has none).
+func (rs *ruleState) step() *Step {
+	r := rs.rule
+	if len(r.Responses) == 0 {
+		return defaultStep
+	}
+	if rs.random {
+		return &r.Responses[rs.draw()]
+	}
+	n := rs.calls.Add(1) - 1
+	for j, b := range rs.bounds {
+		if n < b {
+			return &r.Responses[j]
+		}
+	}
+	return &r.Responses[len(r.Responses)-1]
 }
 
 func (rs *ruleState) draw() int {
