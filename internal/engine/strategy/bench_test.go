@@ -2,7 +2,6 @@ package strategy
 
 import (
 	"fmt"
-	"slices"
 	"testing"
 	"time"
 
@@ -66,41 +65,5 @@ func BenchmarkParseQuotaHeaders(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		ParseQuotaHeaders(h, now)
-	}
-}
-
-// TestOrderSpeedBudget is a coarse guard of the 2 µs budget: the fastest
-// of 7 batches of 2000 Order calls on a 20-target combo (the least
-// disturbed by other processes on a shared machine), per non-LLM
-// strategy, with a 5× margin (and 20× more under -race, which slows
-// atomics and locks about tenfold). BenchmarkOrder20 gives the figures.
-func TestOrderSpeedBudget(t *testing.T) {
-	if testing.Short() {
-		t.Skip("timing")
-	}
-	ts, sig, eligible := benchCombo()
-	llm := map[string]bool{NameFusion: true, NamePipeline: true, NameContextRelay: true}
-	limit := 5 * 2 * time.Microsecond
-	if raceEnabled {
-		limit *= 20
-	}
-	for _, name := range Names() {
-		if llm[name] {
-			continue
-		}
-		s := mustNew(t, name, Options{Seed: 1, StickyLimit: 3, Signals: sig})
-		req := Request{Combo: "bench", PromptTokens: 12000, PrefixHash: 0xdeadbeef}
-		const batch = 2000
-		var runs []time.Duration
-		for r := 0; r < 7; r++ {
-			start := time.Now()
-			for i := 0; i < batch; i++ {
-				s.Order(req, ts, eligible)
-			}
-			runs = append(runs, time.Since(start)/batch)
-		}
-		if best := slices.Min(runs); best > limit {
-			t.Errorf("%s: %v per Order, limit %v", name, best, limit)
-		}
 	}
 }

@@ -1,5 +1,0 @@
-//go:build race
-
-package strategy
-
-const raceEnabled = true
