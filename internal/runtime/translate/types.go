@@ -26,7 +26,8 @@ type oaRequest struct {
 	N                   *int            `json:"n"`
 	Logprobs            bool            `json:"logprobs"`
 	ResponseFormat      *struct {
-		Type string `json:"type"`
+		Type       string        `json:"type"`
+		JSONSchema *oaJSONSchema `json:"json_schema"`
 	} `json:"response_format"`
 	Modalities []string        `json:"modalities"`
 	Audio      json.RawMessage `json:"audio"`
@@ -78,6 +79,7 @@ type oaFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // oaResponse is an OpenAI chat.completion body.
@@ -133,6 +135,27 @@ type anRequest struct {
 	ToolChoice    *anToolChoice   `json:"tool_choice"`
 	Thinking      *anThinking     `json:"thinking"`
 	Metadata      *anMetadata     `json:"metadata"`
+	// OutputConfig carries effort and the structured-output format.
+	OutputConfig *anOutputConfig `json:"output_config"`
+	// ContextManagement is the context-editing configuration (beta).
+	ContextManagement *struct {
+		Edits []struct {
+			Type string `json:"type"`
+		} `json:"edits"`
+	} `json:"context_management"`
+}
+
+// anOutputConfig is Anthropic's output_config: effort and a JSON-schema
+// output format.
+type anOutputConfig struct {
+	Effort string          `json:"effort,omitempty"`
+	Format *anOutputFormat `json:"format,omitempty"`
+}
+
+// anOutputFormat is output_config.format (structured outputs).
+type anOutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type anMessage struct {
@@ -152,6 +175,8 @@ type anBlock struct {
 	Content   json.RawMessage `json:"content"`
 	Thinking  string          `json:"thinking"`
 	Title     string          `json:"title"`
+	// ToolName is the tool a tool_reference block names.
+	ToolName string `json:"tool_name"`
 }
 
 // source decodes the block's source object; nil when absent or not an
@@ -179,6 +204,7 @@ type anTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	Strict      *bool           `json:"strict"`
 }
 
 type anToolChoice struct {
