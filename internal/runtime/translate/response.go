@@ -65,6 +65,11 @@ type oaOutUsage struct {
 	PromptTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *oaReasoningTokens `json:"completion_tokens_details,omitempty"`
+}
+
+type oaReasoningTokens struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 func openAIUsage(input, output, cacheCreate, cacheRead int) oaOutUsage {
@@ -125,6 +130,9 @@ func anthropicToOpenAIResponse(body []byte, model string, now time.Time) ([]byte
 		ID: in.ID, Object: "chat.completion", Created: now.Unix(), Model: model,
 		Choices: []oaOutChoice{{Message: msg, FinishReason: stopToOpenAI(stop)}},
 		Usage:   openAIUsage(deref(u.InputTokens), deref(u.OutputTokens), deref(u.CacheCreationInputTokens), deref(u.CacheReadInputTokens)),
+	}
+	if th := u.thinking(); th != nil {
+		out.Usage.CompletionTokensDetails = &oaReasoningTokens{ReasoningTokens: *th}
 	}
 	return marshal(out)
 }

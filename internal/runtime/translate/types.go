@@ -111,6 +111,18 @@ type oaUsage struct {
 	PromptTokensDetails *struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// reasoning is the reasoning part of the completion tokens (0 when not
+// reported).
+func (u *oaUsage) reasoning() int {
+	if u == nil || u.CompletionTokensDetails == nil {
+		return 0
+	}
+	return u.CompletionTokensDetails.ReasoningTokens
 }
 
 func (u *oaUsage) cached() int {
@@ -240,6 +252,18 @@ type anUsage struct {
 	OutputTokens             *int `json:"output_tokens"`
 	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+	OutputTokensDetails      *struct {
+		ThinkingTokens *int `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// thinking is the reported thinking part of the output tokens, nil when
+// not reported.
+func (u *anUsage) thinking() *int {
+	if u.OutputTokensDetails == nil {
+		return nil
+	}
+	return u.OutputTokensDetails.ThinkingTokens
 }
 
 func deref(p *int) int {
