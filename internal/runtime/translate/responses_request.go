@@ -78,15 +78,15 @@ type rsItem struct {
 
 // rsPart is one content part of an input item.
 type rsPart struct {
-	Type     string          `json:"type"`
-	Text     string          `json:"text"`
-	Refusal  string          `json:"refusal"`
-	ImageURL string          `json:"image_url"`
-	FileID   *string         `json:"file_id"`
-	Detail   string          `json:"detail"`
-	FileData string          `json:"file_data"`
-	FileURL  string          `json:"file_url"`
-	Filename string          `json:"filename"`
+	Type     string  `json:"type"`
+	Text     string  `json:"text"`
+	Refusal  string  `json:"refusal"`
+	ImageURL string  `json:"image_url"`
+	FileID   *string `json:"file_id"`
+	Detail   string  `json:"detail"`
+	FileData string  `json:"file_data"`
+	FileURL  string  `json:"file_url"`
+	Filename string  `json:"filename"`
 }
 
 // namespaceSep joins a namespace and a function name into one function
@@ -106,11 +106,11 @@ type ResponsesCall struct {
 	chat oaOutRequestRS
 	// fields maps the Chat Completions field paths of chat back to the
 	// Responses request's, for errors found by a second translation.
-	msgItem   []int      // chat message index → input item index
-	callItem  [][]int    // chat message index → tool call index → item index
-	toolPath  []string   // chat tool index → Responses tool path
-	flat      []flatName // flattened namespace functions
-	echo      rsEcho
+	msgItem  []int      // chat message index → input item index
+	callItem [][]int    // chat message index → tool call index → item index
+	toolPath []string   // chat tool index → Responses tool path
+	flat     []flatName // flattened namespace functions
+	echo     rsEcho
 }
 
 // rsEcho holds the request members a Response object repeats verbatim.
