@@ -50,7 +50,11 @@ func (c *call) rsResponse(b []byte, done bool) []byte {
 		return append(b, `,"output":[],"usage":null}`...)
 	}
 	b = append(b, `,"output":[`...)
-	b = c.rsItem(b, true)
+	if c.tool != nil {
+		b = c.rsToolItem(b, true)
+	} else {
+		b = c.rsItem(b, true)
+	}
 	out := c.completionTokens()
 	b = append(b, `],"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.promptTokens), 10)

@@ -156,6 +156,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.generation(w, r, wireAnthropic)
 	case "/v1/responses":
 		s.generation(w, r, wireResponses)
+	case "/v1/messages/count_tokens":
+		s.generation(w, r, wireCountTokens)
+	case "/v1/embeddings":
+		s.generation(w, r, wireEmbeddings)
+	case "/v1/completions":
+		s.generation(w, r, wireCompletions)
 	case "/v1/models":
 		if !allowMethod(w, r, http.MethodGet) {
 			return
