@@ -39,7 +39,26 @@ var sdkModel = map[string]string{kindOpenAI: "oa/gpt-4o-mini", kindAnthropic: "a
 // agentModel is the model an agent asks for on each provider kind.
 var agentModel = map[string]map[string]string{
 	"claude-code": {kindOpenAI: "claude-opus-5-5", kindAnthropic: "claude-sonnet-5-5"},
-	"codex":       {kindOpenAI: "gpt-5.2", kindAnthropic: "gpt-5.2-codex"},
+	"codex":       {kindOpenAI: "gpt-5.2", kindAnthropic: "gpt-5.2-codex", previewAnthropic: "gpt-5.2", previewChat: "gpt-5.2"},
+}
+
+// The translator preview's targets: the Responses translators behind a
+// test shim (shim_test.go) in front of the mock's Messages and Chat
+// Completions endpoints.
+const (
+	previewAnthropic = "preview-anthropic"
+	previewChat      = "preview-chat"
+)
+
+var previewName = map[string]string{
+	previewAnthropic: "Anthropic Messages upstream",
+	previewChat:      "Chat Completions upstream",
+}
+
+var previewClients = []client{
+	{id: "openai-responses", name: "`openai` responses", format: "Responses"},
+	{id: "ai-openai-responses", name: "`ai` + `@ai-sdk/openai` .responses()", format: "Responses"},
+	{id: "codex", name: "Codex CLI (`codex exec`)", format: "Responses", agent: true},
 }
 
 const gatewayConfig = `server:
@@ -91,6 +110,8 @@ type cell struct {
 	Model    string `json:"model,omitempty"`
 	Stream   bool   `json:"stream"`
 	Scenario string `json:"scenario"`
+	// Base is the URL the cell's clients call; empty means the gateway.
+	Base string `json:"base,omitempty"`
 }
 
 // endpoint cells: one check each.
@@ -177,6 +198,10 @@ func TestCompatibility(t *testing.T) {
 	writeFile(t, scriptPath, "answer_tools: true\n")
 	startProcess(t, "mock", bin, "mock", "--listen", mockAddr, "--script", scriptPath)
 	waitReady(t, "http://"+mockAddr+"/_mock/health")
+	shims := map[string]string{
+		previewAnthropic: startShim(t, "http://"+mockAddr, shimAnthropic),
+		previewChat:      startShim(t, "http://"+mockAddr, shimChat),
+	}
 	cfgPath := filepath.Join(dir, "breakwater.yaml")
 	writeFile(t, cfgPath, fmt.Sprintf(gatewayConfig, gwAddr, "http://"+mockAddr, "http://"+mockAddr))
 	startProcess(t, "serve", bin, "serve", "--config", cfgPath)
@@ -196,6 +221,19 @@ func TestCompatibility(t *testing.T) {
 	for _, e := range endpointCells {
 		cells = append(cells, e.cell)
 	}
+	for _, c := range previewClients {
+		if c.agent {
+			continue
+		}
+		for _, kind := range []string{previewAnthropic, previewChat} {
+			for _, stream := range []bool{false, true} {
+				for _, sc := range scenarios {
+					cells = append(cells, cell{ID: cellID(c.id, kind, stream, sc), Client: c.id, Kind: kind, Model: "claude-haiku-4-5", Stream: stream, Scenario: sc, Base: shims[kind]})
+				}
+			}
+		}
+	}
+	cells = append(cells, cell{ID: "stateless_preview", Client: "openai-responses", Kind: previewAnthropic, Model: "claude-haiku-4-5", Scenario: "stateless", Base: shims[previewAnthropic]})
 
 	results := map[string]result{}
 	var mu sync.Mutex
@@ -220,6 +258,13 @@ func TestCompatibility(t *testing.T) {
 				record(runAgent(t, dir, gw, a.id, kind))
 			}()
 		}
+	}
+	for _, kind := range []string{previewAnthropic, previewChat} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			record(runAgent(t, dir, shims[kind], "codex", kind))
+		}()
 	}
 	wg.Wait()
 
@@ -384,7 +429,7 @@ const (
 // runAgent runs one coding agent turn (print/exec mode) against the
 // gateway: the mock calls the agent's read tool on notes.txt, the agent
 // runs it and sends the result back, and the final answer must quote it.
-func runAgent(t *testing.T, dir, gw, agent, kind string) result {
+func runAgent(t *testing.T, dir, base, agent, kind string) result {
 	id := agentID(agent, kind)
 	home := filepath.Join(dir, agent+"-"+kind)
 	work := filepath.Join(home, "work")
@@ -405,15 +450,15 @@ func runAgent(t *testing.T, dir, gw, agent, kind string) result {
 	case "claude-code":
 		cmd = exec.CommandContext(ctx, filepath.Join(mustAbs(t, "node_modules"), ".bin", "claude"),
 			"-p", prompt, "--output-format", "json", "--model", model)
-		env = append(env, "ANTHROPIC_BASE_URL="+gw, "ANTHROPIC_API_KEY=sk-compat",
+		env = append(env, "ANTHROPIC_BASE_URL="+base, "ANTHROPIC_API_KEY=sk-compat",
 			"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1", "DISABLE_TELEMETRY=1", "DISABLE_AUTOUPDATER=1", "DISABLE_ERROR_REPORTING=1")
 	case "codex":
 		conf := "model_provider = \"breakwater\"\n"
-		if kind == kindAnthropic {
+		if kind != kindOpenAI {
 			// OpenAI's hosted web search has no stateless translation.
 			conf = "web_search = \"disabled\"\n" + conf
 		}
-		conf += "\n[model_providers.breakwater]\nname = \"breakwater\"\nbase_url = \"" + gw + "/v1\"\nenv_key = \"BREAKWATER_KEY\"\nwire_api = \"responses\"\n"
+		conf += "\n[model_providers.breakwater]\nname = \"breakwater\"\nbase_url = \"" + base + "/v1\"\nenv_key = \"BREAKWATER_KEY\"\nwire_api = \"responses\"\n"
 		if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(conf), 0o644); err != nil {
 			return result{ID: id, Detail: err.Error()}
 		}
@@ -499,6 +544,28 @@ func renderMatrix(results map[string]result, pend map[string]string) string {
 			b.WriteString("\n")
 		}
 	}
+	b.WriteString("\nTranslator preview: the Responses translators of `internal/runtime/translate` behind a test shim (no routing) in front of the mock — what phase 2 wires into the request path.\n\n")
+	b.WriteString("| client | client format | upstream | text | tools | image | text (stream) | tools (stream) | image (stream) |\n")
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range previewClients {
+		for _, kind := range []string{previewAnthropic, previewChat} {
+			fmt.Fprintf(&b, "| %s | %s | %s |", c.name, c.format, previewName[kind])
+			for _, stream := range []bool{false, true} {
+				for _, sc := range scenarios {
+					id := cellID(c.id, kind, stream, sc)
+					if c.agent && !(stream && sc == "tools") {
+						b.WriteString(" — |")
+						continue
+					}
+					r, ok := results[id]
+					fmt.Fprintf(&b, " %s |", mark(r, ok, pend[id], notes))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
+	r, ok := results["stateless_preview"]
+	fmt.Fprintf(&b, "\n`openai` responses with `previous_response_id` → Anthropic Messages upstream: 400 naming the field: %s\n", mark(r, ok, pend["stateless_preview"], notes))
 	b.WriteString("\n| endpoint check | result |\n|---|---|\n")
 	for _, e := range endpointCells {
 		r, ok := results[e.ID]
