@@ -3,9 +3,9 @@ package translate
 import (
 	"bytes"
 	"encoding/base64"
+	"fmt"
 	"image"
 	"image/png"
-	"fmt"
 	"math"
 	"path/filepath"
 	"testing"
