@@ -3,6 +3,7 @@ package translate
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -112,17 +113,9 @@ func TestEstimateTokens(t *testing.T) {
 
 	_, err = EstimateTokens([]byte(`{"messages":"x"}`))
 	var fe *FieldError
-	if err == nil || !asFieldError(err, &fe) || fe.Field != "messages" {
+	if !errors.As(err, &fe) || fe.Field != "messages" {
 		t.Errorf("err = %v, want a FieldError naming messages", err)
 	}
-}
-
-func asFieldError(err error, fe **FieldError) bool {
-	e, ok := err.(*FieldError)
-	if ok {
-		*fe = e
-	}
-	return ok
 }
 
 // pngOf encodes a blank w×h PNG in base64.
