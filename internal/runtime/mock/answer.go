@@ -16,12 +16,12 @@ import (
 type wire uint8
 
 const (
-	wireOpenAI    wire = iota // POST /v1/chat/completions
-	wireAnthropic             // POST /v1/messages
-	wireResponses             // POST /v1/responses
-	wireCountTokens           // POST /v1/messages/count_tokens
-	wireEmbeddings            // POST /v1/embeddings
-	wireCompletions           // POST /v1/completions (legacy)
+	wireOpenAI      wire = iota // POST /v1/chat/completions
+	wireAnthropic               // POST /v1/messages
+	wireResponses               // POST /v1/responses
+	wireCountTokens             // POST /v1/messages/count_tokens
+	wireEmbeddings              // POST /v1/embeddings
+	wireCompletions             // POST /v1/completions (legacy)
 )
 
 const (
