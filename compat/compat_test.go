@@ -525,45 +525,11 @@ func renderMatrix(results map[string]result, pend map[string]string) string {
 	var b strings.Builder
 	b.WriteString(beginMarker + "\n\n")
 	b.WriteString("✅ passes · ⏳ pending phase 2 (the reason is in the notes) · — not applicable (agents always stream and always offer tools)\n\n")
-	b.WriteString("| client | client format | provider kind | text | tools | image | text (stream) | tools (stream) | image (stream) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range append(append([]client{}, sdkClients...), agents...) {
-		for _, kind := range []string{kindOpenAI, kindAnthropic} {
-			fmt.Fprintf(&b, "| %s | %s | %s |", c.name, c.format, kind)
-			for _, stream := range []bool{false, true} {
-				for _, sc := range scenarios {
-					id := cellID(c.id, kind, stream, sc)
-					if c.agent && !(stream && sc == "tools") {
-						b.WriteString(" — |")
-						continue
-					}
-					r, ok := results[id]
-					fmt.Fprintf(&b, " %s |", mark(r, ok, pend[id], notes))
-				}
-			}
-			b.WriteString("\n")
-		}
-	}
+	renderClients(&b, "provider kind", append(append([]client{}, sdkClients...), agents...), []string{kindOpenAI, kindAnthropic},
+		func(kind string) string { return kind }, results, pend, notes)
 	b.WriteString("\nTranslator preview: the Responses translators of `internal/runtime/translate` behind a test shim (no routing) in front of the mock — what phase 2 wires into the request path.\n\n")
-	b.WriteString("| client | client format | upstream | text | tools | image | text (stream) | tools (stream) | image (stream) |\n")
-	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
-	for _, c := range previewClients {
-		for _, kind := range []string{previewAnthropic, previewChat} {
-			fmt.Fprintf(&b, "| %s | %s | %s |", c.name, c.format, previewName[kind])
-			for _, stream := range []bool{false, true} {
-				for _, sc := range scenarios {
-					id := cellID(c.id, kind, stream, sc)
-					if c.agent && !(stream && sc == "tools") {
-						b.WriteString(" — |")
-						continue
-					}
-					r, ok := results[id]
-					fmt.Fprintf(&b, " %s |", mark(r, ok, pend[id], notes))
-				}
-			}
-			b.WriteString("\n")
-		}
-	}
+	renderClients(&b, "upstream", previewClients, []string{previewAnthropic, previewChat},
+		func(kind string) string { return previewName[kind] }, results, pend, notes)
 	r, ok := results["stateless_preview"]
 	fmt.Fprintf(&b, "\n`openai` responses with `previous_response_id` → Anthropic Messages upstream: 400 naming the field: %s\n", mark(r, ok, pend["stateless_preview"], notes))
 	b.WriteString("\n| endpoint check | result |\n|---|---|\n")
@@ -583,6 +549,31 @@ func renderMatrix(results map[string]result, pend map[string]string) string {
 	}
 	b.WriteString("\n" + endMarker)
 	return b.String()
+}
+
+// renderClients writes one table row per client and kind: the scenarios,
+// non-streaming then streaming ("—" where an agent cannot run them).
+func renderClients(b *strings.Builder, kindHeader string, clients []client, kinds []string, label func(string) string,
+	results map[string]result, pend map[string]string, notes map[string]int) {
+	fmt.Fprintf(b, "| client | client format | %s | text | tools | image | text (stream) | tools (stream) | image (stream) |\n", kindHeader)
+	b.WriteString("|---|---|---|---|---|---|---|---|---|\n")
+	for _, c := range clients {
+		for _, kind := range kinds {
+			fmt.Fprintf(b, "| %s | %s | %s |", c.name, c.format, label(kind))
+			for _, stream := range []bool{false, true} {
+				for _, sc := range scenarios {
+					id := cellID(c.id, kind, stream, sc)
+					if c.agent && !(stream && sc == "tools") {
+						b.WriteString(" — |")
+						continue
+					}
+					r, ok := results[id]
+					fmt.Fprintf(b, " %s |", mark(r, ok, pend[id], notes))
+				}
+			}
+			b.WriteString("\n")
+		}
+	}
 }
 
 // replaceGenerated writes matrix between the markers of path.

@@ -9,7 +9,6 @@ import (
 	_ "image/gif" // image.DecodeConfig for GIF images
 	_ "image/jpeg"
 	_ "image/png"
-	"strings"
 	"unicode"
 	"unicode/utf8"
 )
@@ -56,89 +55,114 @@ func CountTokens(body []byte) ([]byte, error) {
 // Thinking blocks of earlier turns are not counted (they are not sent to
 // the model again). The estimate is pure and deterministic.
 func EstimateTokens(body []byte) (int, error) {
-	var in anRequest
-	if err := decodeBody(body, &in); err != nil {
+	p, err := tokenPartsOf(body)
+	if err != nil {
 		return 0, err
 	}
-	n := tokensPerRequest
-	if rawKind(in.System) != 'n' {
-		sys, err := anSystemText(in.System, "system")
-		if err != nil {
-			return 0, err
-		}
-		n += tokensPerMessage + TextTokens(sys)
-	}
-	for i, m := range in.Messages {
-		blocks, err := anBlocks(m.Content, fmt.Sprintf("messages[%d].content", i))
-		if err != nil {
-			return 0, err
-		}
-		n += tokensPerMessage
-		for _, b := range blocks {
-			n += blockTokens(b)
-		}
-	}
-	for _, t := range in.Tools {
-		n += tokensPerTool + TextTokens(t.Name) + TextTokens(t.Description)
-		if rawKind(t.InputSchema) == 'o' {
-			if schema, err := compactJSON(t.InputSchema); err == nil {
-				n += TextTokens(string(schema))
-			}
-		}
+	n := p.other
+	for _, t := range p.texts {
+		n += TextTokens(t)
 	}
 	return n, nil
 }
 
-// blockTokens estimates one content block.
-func blockTokens(b anBlock) int {
+// tokenParts is a request's estimate split into the text pieces TextTokens
+// counts and the tokens of everything else (overheads, images, PDFs).
+type tokenParts struct {
+	texts []string
+	other int
+}
+
+func (p *tokenParts) text(s string) {
+	if s != "" {
+		p.texts = append(p.texts, s)
+	}
+}
+
+// tokenPartsOf walks a Messages body.
+func tokenPartsOf(body []byte) (tokenParts, error) {
+	p := tokenParts{other: tokensPerRequest}
+	var in anRequest
+	if err := decodeBody(body, &in); err != nil {
+		return p, err
+	}
+	if rawKind(in.System) != 'n' {
+		sys, err := anSystemText(in.System, "system")
+		if err != nil {
+			return p, err
+		}
+		p.other += tokensPerMessage
+		p.text(sys)
+	}
+	for i, m := range in.Messages {
+		blocks, err := anBlocks(m.Content, fmt.Sprintf("messages[%d].content", i))
+		if err != nil {
+			return p, err
+		}
+		p.other += tokensPerMessage
+		for _, b := range blocks {
+			p.block(b)
+		}
+	}
+	for _, t := range in.Tools {
+		p.other += tokensPerTool
+		p.text(t.Name)
+		p.text(t.Description)
+		if rawKind(t.InputSchema) == 'o' {
+			if schema, err := compactJSON(t.InputSchema); err == nil {
+				p.text(string(schema))
+			}
+		}
+	}
+	return p, nil
+}
+
+// block adds one content block.
+func (p *tokenParts) block(b anBlock) {
 	switch b.Type {
 	case "text":
-		return TextTokens(b.Text)
+		p.text(b.Text)
 	case "image":
-		return imageTokens(b.source())
+		p.other += imageTokens(b.source())
 	case "document":
 		src := b.source()
-		if src == nil {
-			return 0
+		switch {
+		case src == nil:
+		case src.Type == "text":
+			p.text(src.Data)
+		case src.Type == "base64":
+			p.other += pdfTokens(src.Data)
+		default:
+			p.other += pdfTokensPerPage
 		}
-		switch src.Type {
-		case "text":
-			return TextTokens(src.Data)
-		case "base64":
-			return pdfTokens(src.Data)
-		}
-		return pdfTokensPerPage
 	case "tool_use":
-		n := tokensPerBlock + TextTokens(b.Name)
+		p.other += tokensPerBlock
+		p.text(b.Name)
 		if in, err := compactJSON(b.Input); err == nil {
-			n += TextTokens(string(in))
+			p.text(string(in))
 		}
-		return n
 	case "tool_result":
-		n := tokensPerBlock
+		p.other += tokensPerBlock
 		switch rawKind(b.Content) {
 		case 's':
 			var s string
 			_ = json.Unmarshal(b.Content, &s)
-			n += TextTokens(s)
+			p.text(s)
 		case 'a':
 			var inner []anBlock
 			if json.Unmarshal(b.Content, &inner) == nil {
 				for _, ib := range inner {
-					n += blockTokens(ib)
+					p.block(ib)
 				}
 			}
 		}
-		return n
 	case "tool_reference":
-		return TextTokens(b.ToolName)
+		p.text(b.ToolName)
+	case "thinking", "redacted_thinking":
+		// stripped by the model's provider in earlier turns
+	default:
+		p.text(b.Text)
 	}
-	// thinking and redacted_thinking of earlier turns are stripped by the
-	// model's provider; other blocks count as their text, if any.
-	if b.Type == "thinking" || b.Type == "redacted_thinking" {
-		return 0
-	}
-	return TextTokens(b.Text)
 }
 
 // imageTokens applies Anthropic's image formula to a base64 image whose
@@ -277,45 +301,6 @@ func isCJK(r rune) bool {
 // countTokensText returns the text pieces EstimateTokens runs through
 // TextTokens, for measuring the estimate against a real tokenizer.
 func countTokensText(body []byte) ([]string, error) {
-	var in anRequest
-	if err := decodeBody(body, &in); err != nil {
-		return nil, err
-	}
-	var out []string
-	if sys, err := anSystemText(in.System, "system"); err == nil && sys != "" {
-		out = append(out, sys)
-	}
-	var walk func(b anBlock)
-	walk = func(b anBlock) {
-		switch b.Type {
-		case "text":
-			out = append(out, b.Text)
-		case "tool_use":
-			in, _ := compactJSON(b.Input)
-			out = append(out, b.Name, string(in))
-		case "tool_result":
-			if rawKind(b.Content) == 's' {
-				var s string
-				_ = json.Unmarshal(b.Content, &s)
-				out = append(out, s)
-			} else {
-				var inner []anBlock
-				_ = json.Unmarshal(b.Content, &inner)
-				for _, ib := range inner {
-					walk(ib)
-				}
-			}
-		}
-	}
-	for _, m := range in.Messages {
-		blocks, _ := anBlocks(m.Content, "")
-		for _, b := range blocks {
-			walk(b)
-		}
-	}
-	for _, t := range in.Tools {
-		schema, _ := compactJSON(t.InputSchema)
-		out = append(out, t.Name, t.Description, strings.TrimSpace(string(schema)))
-	}
-	return out, nil
+	p, err := tokenPartsOf(body)
+	return p.texts, err
 }

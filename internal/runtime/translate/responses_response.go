@@ -191,12 +191,9 @@ func responseID(id string) string {
 // with cached and reasoning tokens. model, when not empty, is reported
 // instead of the upstream's.
 func (c *ResponsesCall) ChatResponse(body []byte, model string) ([]byte, error) {
-	var in oaResponse
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("decode openai completion: %w", err)
-	}
-	if len(in.Choices) == 0 {
-		return nil, fmt.Errorf("decode openai completion: %w", errNoChoices)
+	in, err := decodeCompletion(body)
+	if err != nil {
+		return nil, err
 	}
 	if model == "" {
 		model = in.Model

@@ -123,11 +123,7 @@ func (t *chatToResponses) Event(ev sse.Event) ([]sse.Event, error) {
 			continue
 		}
 		d := &ch.Delta
-		reasoning := d.ReasoningContent
-		if reasoning == nil {
-			reasoning = d.Reasoning
-		}
-		if reasoning != nil && *reasoning != "" {
+		if reasoning := d.reasoning(); reasoning != nil && *reasoning != "" {
 			out = t.ensure(itemReasoning, "", out)
 			t.text.WriteString(*reasoning)
 			out = t.delta("response.reasoning_summary_text.delta", `,"summary_index":0`, *reasoning, out)
@@ -144,14 +140,7 @@ func (t *chatToResponses) Event(ev sse.Event) ([]sse.Event, error) {
 		}
 		for j := range d.ToolCalls {
 			tc := &d.ToolCalls[j]
-			key := t.lastTool
-			switch {
-			case tc.Index != nil:
-				key = *tc.Index
-			case tc.ID != "" || tc.Function.Name != "" || len(t.toolList) == 0:
-				key = len(t.toolList)
-			}
-			out = t.toolDelta(key, tc.ID, tc.Function.Name, tc.Function.Arguments, out)
+			out = t.toolDelta(toolKey(tc, t.lastTool, len(t.toolList)), tc.ID, tc.Function.Name, tc.Function.Arguments, out)
 		}
 		if fc := d.FunctionCall; fc != nil {
 			out = t.toolDelta(functionCallKey, "", fc.Name, fc.Arguments, out)
