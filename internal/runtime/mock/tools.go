@@ -20,6 +20,12 @@ type toolCall struct {
 	args            string
 }
 
+// roleContent is a chat or Messages message as tool planning reads it.
+type roleContent struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
 // toolDef is a tool offered by the request.
 type toolDef struct {
 	name, namespace string
@@ -102,10 +108,7 @@ func chatTools(body []byte) ([]toolDef, toolPlan) {
 			Name       string          `json:"name"`
 			Parameters json.RawMessage `json:"parameters"`
 		} `json:"functions"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		Messages []roleContent `json:"messages"`
 	}
 	var p toolPlan
 	if json.Unmarshal(body, &req) != nil {
@@ -140,10 +143,7 @@ func messagesTools(body []byte) ([]toolDef, toolPlan) {
 			Name        string          `json:"name"`
 			InputSchema json.RawMessage `json:"input_schema"`
 		} `json:"tools"`
-		Messages []struct {
-			Role    string          `json:"role"`
-			Content json.RawMessage `json:"content"`
-		} `json:"messages"`
+		Messages []roleContent `json:"messages"`
 	}
 	var p toolPlan
 	if json.Unmarshal(body, &req) != nil {

@@ -131,15 +131,9 @@ func (c *call) rsToolItem(b []byte, done bool) []byte {
 }
 
 func (c *call) rsToolStream(b []byte) []byte {
-	b = c.rsEvent(b, "response.created")
-	b = append(b, `,"response":`...)
-	b = c.rsResponse(b, false)
-	b = append(b, "}\n\n"...)
+	b = c.rsResponseEvent(b, "response.created", false)
 
-	b = c.rsEvent(b, "response.in_progress")
-	b = append(b, `,"response":`...)
-	b = c.rsResponse(b, false)
-	b = append(b, "}\n\n"...)
+	b = c.rsResponseEvent(b, "response.in_progress", false)
 
 	b = c.rsEvent(b, "response.output_item.added")
 	b = append(b, `,"output_index":0,"item":`...)
@@ -167,10 +161,7 @@ func (c *call) rsToolStream(b []byte) []byte {
 	b = c.rsToolItem(b, true)
 	b = append(b, "}\n\n"...)
 
-	b = c.rsEvent(b, "response.completed")
-	b = append(b, `,"response":`...)
-	b = c.rsResponse(b, true)
-	return append(b, "}\n\n"...)
+	return c.rsResponseEvent(b, "response.completed", true)
 }
 
 // toolIDs gives the call its ids in the wire format's style.
