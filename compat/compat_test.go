@@ -143,7 +143,7 @@ const (
 	pendEmbed     = "phase 2: `POST /v1/embeddings` handler (OpenAI kind, routed and failed over like chat)"
 	pendCompl     = "phase 2: `POST /v1/completions` handler (legacy, OpenAI kind only)"
 	pendModels    = "phase 2: `GET /v1/models` in the Anthropic shape when the request carries `anthropic-version`"
-	pendOversize  = "phase 2: 413 before the body is read (drain a bounded amount or answer `Expect`); today the SDK sees `Connection error.`"
+	pendOversize  = "phase 2: 413 before the body is read (drain a bounded amount or answer `Expect`); today the SDK often sees `Connection error.` instead (12 tries must all get the 413)"
 )
 
 // pending maps a cell id (client|kind|stream|scenario, or an endpoint id)
