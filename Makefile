@@ -6,7 +6,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run build test test-deps lint bench clean
+.PHONY: run build test test-deps compat-deps compat-docs lint bench clean
 
 run: build
 	./$(BIN) serve
@@ -24,10 +24,22 @@ test-deps:
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	fi
 
-test: test-deps build
+# compat-deps installs the compatibility suite's pinned clients (npm ci in
+# compat/), only when compat/package-lock.json is newer than the install.
+compat-deps:
+	@cd compat && if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then \
+		echo "npm ci in compat/ (pinned client SDKs and agents)"; npm ci --no-audit --no-fund --loglevel=error; fi
+
+# compat-docs reruns the compatibility suite and regenerates the matrix in
+# docs/compatibility.md.
+compat-docs: compat-deps
+	$(GO) test -count=1 -run TestCompatibility ./compat -update
+
+test: test-deps compat-deps build
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 12m ./internal/... ./plugins/...
 	$(GO) test -count=1 -timeout 10m ./internal/plugins/... ./cmd/... ./examples/... ./bench/...
+	BREAKWATER_COMPAT=1 $(GO) test -count=1 -timeout 5m ./compat/...
 	cd sdk && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd examples/quota-header-plugin && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && $(GO) test -count=1 ./...
 

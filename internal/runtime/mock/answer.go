@@ -16,9 +16,12 @@ import (
 type wire uint8
 
 const (
-	wireOpenAI    wire = iota // POST /v1/chat/completions
-	wireAnthropic             // POST /v1/messages
-	wireResponses             // POST /v1/responses
+	wireOpenAI      wire = iota // POST /v1/chat/completions
+	wireAnthropic               // POST /v1/messages
+	wireResponses               // POST /v1/responses
+	wireCountTokens             // POST /v1/messages/count_tokens
+	wireEmbeddings              // POST /v1/embeddings
+	wireCompletions             // POST /v1/completions (legacy)
 )
 
 const (
@@ -40,6 +43,11 @@ type genRequest struct {
 		Content json.RawMessage `json:"content"`
 	} `json:"messages"`
 	Input json.RawMessage `json:"input"`
+	// Prompt is a legacy completions prompt (a string or strings).
+	Prompt json.RawMessage `json:"prompt"`
+	// EncodingFormat and Dimensions are embeddings options.
+	EncodingFormat string `json:"encoding_format"`
+	Dimensions     int    `json:"dimensions"`
 }
 
 type contentPart struct {
@@ -196,16 +204,35 @@ func (s *Server) generation(w http.ResponseWriter, r *http.Request, wr wire) {
 		return
 	}
 
-	c.step = s.prog.Load().pick(key, req.Model, r.URL.Path, r.Header, false)
+	prog := s.prog.Load()
+	c.step = prog.pick(key, req.Model, r.URL.Path, r.Header, false)
 	if s.logger.IsDebug() {
 		s.logger.Debug("call", "path", r.URL.Path, "model", req.Model, "stream", req.Stream,
 			"status", c.step.status(), "scripted", c.step != defaultStep)
 	}
-	c.text = "echo: " + req.lastUserText()
+	switch wr {
+	case wireCompletions:
+		c.text = "echo: " + contentText(req.Prompt)
+		if len(req.Prompt) > 0 && req.Prompt[0] == '[' {
+			if p := embeddingInputs(req.Prompt); len(p) > 0 {
+				c.text = "echo: " + p[len(p)-1]
+			}
+		}
+	case wireEmbeddings:
+		c.inputs, c.dims, c.base64 = embeddingInputs(req.Input), req.Dimensions, req.EncodingFormat == "base64"
+		c.stream = false
+	case wireCountTokens:
+		c.stream = false
+	default:
+		c.text = "echo: " + req.lastUserText()
+	}
 	if c.step.Text != nil {
 		c.text = *c.step.Text
 	}
-	if c.step.ReasoningChunks > 0 && wr != wireResponses {
+	if prog.script.AnswerTools && c.step.Text == nil {
+		c.answerTools(body)
+	}
+	if c.step.ReasoningChunks > 0 && (wr == wireOpenAI || wr == wireAnthropic) && c.tool == nil {
 		c.reasoning = c.step.ReasoningText
 		if c.reasoning == "" {
 			c.reasoning = defaultReasoning
@@ -230,6 +257,10 @@ type call struct {
 	text         string
 	reasoning    string
 
+	tool        *toolCall // the tool call this answer makes, if any
+	inputs      []string  // embeddings: the texts to embed
+	dims        int       // embeddings: requested dimensions
+	base64      bool      // embeddings: encoding_format base64
 	id, itemID  string
 	created     int64
 	buf         []byte
@@ -268,6 +299,8 @@ func (c *call) run() {
 	case wireResponses:
 		c.id = c.s.newID("resp_")
 		c.itemID = c.s.newID("msg_")
+	case wireCompletions:
+		c.id = c.s.newID("cmpl-")
 	default:
 		c.id = c.s.newID("chatcmpl-")
 	}
@@ -349,11 +382,21 @@ func sniffContentType(body string) string {
 
 func (c *call) wholeAnswer(status int) {
 	st := c.step
-	switch c.wire {
-	case wireAnthropic:
+	switch {
+	case c.wire == wireAnthropic && c.tool != nil:
+		c.buf = c.anToolWhole(c.buf[:0])
+	case c.wire == wireAnthropic:
 		c.buf = c.anWhole(c.buf[:0])
-	case wireResponses:
+	case c.wire == wireResponses:
 		c.buf = c.rsWhole(c.buf[:0])
+	case c.wire == wireCountTokens:
+		c.buf = c.countTokensWhole(c.buf[:0])
+	case c.wire == wireEmbeddings:
+		c.buf = c.embeddingsWhole(c.buf[:0])
+	case c.wire == wireCompletions:
+		c.buf = c.cmWhole(c.buf[:0])
+	case c.tool != nil:
+		c.buf = c.oaToolWhole(c.buf[:0])
 	default:
 		c.buf = c.oaWhole(c.buf[:0])
 	}
@@ -382,6 +425,10 @@ func (c *call) streamAnswer(status int) {
 			c.flush()
 			return
 		}
+	}
+	if c.tool != nil {
+		c.emit(c.appendToolStream)
+		return
 	}
 	c.emit(c.appendStart)
 
@@ -604,6 +651,8 @@ func (c *call) appendTextFrame(b []byte, piece string) []byte {
 		return c.anDelta(b, c.textIndex(), "text_delta", "text", piece)
 	case wireResponses:
 		return c.rsDelta(b, piece)
+	case wireCompletions:
+		return c.cmDelta(b, piece)
 	}
 	return c.oaDelta(b, "content", piece)
 }
@@ -614,8 +663,35 @@ func (c *call) appendFinish(b []byte) []byte {
 		return c.anFinish(b)
 	case wireResponses:
 		return c.rsFinish(b)
+	case wireCompletions:
+		return c.cmFinish(b)
 	}
 	return c.oaFinish(b)
+}
+
+// answerTools plans a tool-call answer (script answer_tools).
+func (c *call) answerTools(body []byte) {
+	p, ok := planTools(c.wire, body)
+	if !ok {
+		return
+	}
+	if p.found {
+		c.text = finalText(p.quote)
+		return
+	}
+	c.tool = &toolCall{name: p.call.name, namespace: p.call.namespace, args: toolArgs(p.call.schema, p.user)}
+	c.toolIDs()
+	c.text = c.tool.args // the completion the usage counts
+}
+
+func (c *call) appendToolStream(b []byte) []byte {
+	switch c.wire {
+	case wireAnthropic:
+		return c.anToolStream(b)
+	case wireResponses:
+		return c.rsToolStream(b)
+	}
+	return c.oaToolStream(b)
 }
 
 func (c *call) appendPing(b []byte) []byte {

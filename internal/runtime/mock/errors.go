@@ -72,7 +72,7 @@ func appendMessage(b []byte, msg, model string) []byte {
 // endpoint's format. msg, when not empty, replaces the canned message.
 func appendErrorBody(b []byte, wr wire, status int, model, msg string) []byte {
 	pe := lookupProviderError(status)
-	if wr == wireAnthropic {
+	if wr == wireAnthropic || wr == wireCountTokens {
 		if msg == "" {
 			msg = pe.anMsg
 		}

@@ -50,7 +50,11 @@ func (c *call) rsResponse(b []byte, done bool) []byte {
 		return append(b, `,"output":[],"usage":null}`...)
 	}
 	b = append(b, `,"output":[`...)
-	b = c.rsItem(b, true)
+	if c.tool != nil {
+		b = c.rsToolItem(b, true)
+	} else {
+		b = c.rsItem(b, true)
+	}
 	out := c.completionTokens()
 	b = append(b, `],"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.promptTokens), 10)
@@ -59,6 +63,15 @@ func (c *call) rsResponse(b []byte, done bool) []byte {
 	b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.promptTokens+out), 10)
 	return append(b, "}}"...)
+}
+
+// rsResponseEvent is an event carrying the whole response (created,
+// in_progress, completed).
+func (c *call) rsResponseEvent(b []byte, name string, done bool) []byte {
+	b = c.rsEvent(b, name)
+	b = append(b, `,"response":`...)
+	b = c.rsResponse(b, done)
+	return append(b, "}\n\n"...)
 }
 
 func (c *call) rsWhole(b []byte) []byte {
@@ -73,10 +86,7 @@ func (c *call) rsPartRef(b []byte) []byte {
 }
 
 func (c *call) rsStart(b []byte) []byte {
-	b = c.rsEvent(b, "response.created")
-	b = append(b, `,"response":`...)
-	b = c.rsResponse(b, false)
-	b = append(b, "}\n\n"...)
+	b = c.rsResponseEvent(b, "response.created", false)
 
 	b = c.rsEvent(b, "response.output_item.added")
 	b = append(b, `,"output_index":0,"item":`...)
@@ -116,10 +126,7 @@ func (c *call) rsFinish(b []byte) []byte {
 	b = c.rsItem(b, true)
 	b = append(b, "}\n\n"...)
 
-	b = c.rsEvent(b, "response.completed")
-	b = append(b, `,"response":`...)
-	b = c.rsResponse(b, true)
-	return append(b, "}\n\n"...)
+	return c.rsResponseEvent(b, "response.completed", true)
 }
 
 func (c *call) rsErrorEvent(b []byte, ee *ErrorEvent) []byte {

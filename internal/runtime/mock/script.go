@@ -25,6 +25,11 @@ type Script struct {
 	Rules []Rule `yaml:"rules"`
 	// Models lists the ids GET /v1/models reports; empty means DefaultModels().
 	Models []string `yaml:"models"`
+	// AnswerTools makes answers without a scripted text call tools: a
+	// request that offers tools and carries no tool result yet gets a call
+	// of one of them, a request that carries a tool result gets text
+	// quoting it (README: "Tool calls").
+	AnswerTools bool `yaml:"answer_tools"`
 }
 
 // Rule selects calls and lists the responses they get.

@@ -1,7 +1,9 @@
 // Package mock is the fault-injecting upstream used by the demo, the
 // end-to-end tests and the benchmarks. It speaks the OpenAI Chat Completions,
 // Anthropic Messages and (minimal) OpenAI Responses wire formats, streaming
-// and not, on plain net/http. By default it echoes the last user message; a
+// and not, on plain net/http, plus count_tokens, embeddings and legacy
+// completions. By default it echoes the last user message (or, with
+// answer_tools, answers tool calls so an agent loop completes); a
 // Script injects statuses, latency, stalls, resets, slow trickles, error
 // events and keep-alives per key, model, path and request header. It also
 // serves the Claude account endpoints of the usage wall (the usage probe and
@@ -156,6 +158,12 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 		s.generation(w, r, wireAnthropic)
 	case "/v1/responses":
 		s.generation(w, r, wireResponses)
+	case "/v1/messages/count_tokens":
+		s.generation(w, r, wireCountTokens)
+	case "/v1/embeddings":
+		s.generation(w, r, wireEmbeddings)
+	case "/v1/completions":
+		s.generation(w, r, wireCompletions)
 	case "/v1/models":
 		if !allowMethod(w, r, http.MethodGet) {
 			return

@@ -79,3 +79,59 @@ func BenchmarkRequests(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkChatToResponsesStream is the per-event cost of answering a
+// Responses API client from a Chat Completions upstream.
+func BenchmarkChatToResponsesStream(b *testing.B) {
+	c, err := ParseResponses(mustRead(b, "testdata/responses/requests/sdk_full.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"text.sse", "tool_calls.sse", "reasoning.sse"} {
+		b.Run(name, func(b *testing.B) {
+			benchStream(b, func() Translator { return c.NewChatStream("") }, filepath.Join("testdata", "openai", "streams", name))
+		})
+	}
+}
+
+// BenchmarkAnthropicToResponsesStream is the per-event cost of the
+// composed Anthropic → Chat Completions → Responses translator.
+func BenchmarkAnthropicToResponsesStream(b *testing.B) {
+	c, err := ParseResponses(mustRead(b, "testdata/responses/requests/sdk_full.json"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"text.sse", "tool_use.sse", "thinking.sse"} {
+		b.Run(name, func(b *testing.B) {
+			benchStream(b, func() Translator { return c.NewAnthropicStream("") }, filepath.Join("testdata", "anthropic", "streams", name))
+		})
+	}
+}
+
+func BenchmarkResponsesRequests(b *testing.B) {
+	body := mustRead(b, "testdata/responses/requests/codex.json")
+	b.Run("to_chat", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := ParseResponses(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.ChatRequest("m"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("to_anthropic", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := ParseResponses(body)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := c.AnthropicRequest("m"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

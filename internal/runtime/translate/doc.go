@@ -1,8 +1,11 @@
-// Package translate converts between the OpenAI Chat Completions and the
-// Anthropic Messages wire formats, so an OpenAI-format client can reach an
-// Anthropic provider and an Anthropic-format client an OpenAI-compatible
-// provider. It covers request bodies, non-stream response bodies, streamed
-// events (one stateful Translator per stream) and error bodies.
+// Package translate converts between the OpenAI Chat Completions, the
+// Anthropic Messages and the OpenAI Responses wire formats, so every client
+// format reaches every provider kind. It covers request bodies, non-stream
+// response bodies, streamed events (one stateful Translator per stream),
+// error bodies, and a token estimate for count_tokens. In the older names
+// "OpenAI" means Chat Completions (OpenAIToAnthropicRequest); the Responses
+// API goes through a ResponsesCall. docs/compatibility.md lists every field
+// per client format and provider kind.
 //
 // All functions are pure and safe for concurrent use; a Translator is
 // stateful and owned by one stream (not goroutine-safe).
@@ -37,8 +40,10 @@
 //     max_tokens becomes budget + DefaultMaxTokens); when it is below 1024
 //     thinking stays off. With thinking on, temperature and top_p are dropped
 //     (Anthropic rejects them) and a forced tool_choice is a FieldError.
+//   - response_format json_schema → output_config.format (structured
+//     output); reasoning_effort xhigh and max → budgets 32768 and 65536.
 //   - FieldError (400) for what has no Anthropic equivalent: n > 1,
-//     logprobs, response_format json_object/json_schema, audio output,
+//     logprobs, response_format json_object, audio output,
 //     input_audio parts, non-function tools, unsupported image types,
 //     unparseable tool arguments. frequency/presence penalties, seed,
 //     logit_bias, service_tier, store, prediction and other unknown fields
@@ -47,7 +52,9 @@
 // # Requests, Anthropic → OpenAI
 //
 //   - system (string or text blocks, joined with a blank line) → a leading
-//     system message. cache_control is dropped (OpenAI caches by itself).
+//     system message; a system-role message inside messages → a system
+//     message in place. cache_control is dropped everywhere (OpenAI caches
+//     by itself).
 //   - user blocks: text → text parts (a lone text → a string), image base64 →
 //     a data: URL, image url → the URL, document base64 → a file part,
 //     document text → text; tool_result blocks → tool messages placed before
@@ -61,8 +68,39 @@
 //   - max_tokens → max_tokens (the field every OpenAI-compatible server
 //     knows); stop_sequences → stop; temperature, top_p kept; top_k dropped
 //     (OpenAI has none); stream → stream + stream_options.include_usage;
-//     metadata.user_id → user; thinking.budget_tokens → reasoning_effort
-//     (< 4096 low, < 16384 medium, else high).
+//     metadata.user_id → user (its SHA-256 in hex when longer than 64
+//     characters); thinking enabled → reasoning_effort by budget (< 4096
+//     low, < 16384 medium, else high), adaptive → none unless
+//     output_config.effort is set, disabled → none; output_config.effort
+//     → reasoning_effort (xhigh and max → high) and wins over a budget;
+//     output_config.format → response_format json_schema.
+//   - context_management: clear_thinking edits are dropped (thinking never
+//     reaches an OpenAI model); other edits are a FieldError. Tool strict
+//     is kept, defer_loading dropped (every tool is offered up front); a
+//     tool_reference in a tool result becomes a text line.
+//
+// # Responses API
+//
+// ParseResponses reads a Responses request into a ResponsesCall (stateless:
+// previous_response_id, store true, conversation, prompt and item
+// references are FieldErrors). ChatRequest builds the Chat Completions body
+// (instructions → system, input items → messages, function_call and
+// function_call_output items → tool_calls and tool messages, namespace
+// tools flattened to namespace__name, reasoning and web_search_call items
+// dropped, hosted and custom tools FieldErrors); AnthropicRequest pivots
+// through it with OpenAIToAnthropicRequest and names the Responses fields
+// in its errors. ChatResponse and AnthropicResponse build the Response
+// object; NewChatStream and NewAnthropicStream the event stream
+// (response.created … response.completed with sequence numbers). Chain
+// composes two stream Translators through a middle format.
+//
+// # Token estimate
+//
+// CountTokens and EstimateTokens estimate the input tokens of a Messages
+// body for count_tokens on providers that cannot count: TextTokens
+// approximates a BPE tokenizer (within 15 % of o200k_base and cl100k_base
+// on the fixtures), plus per-message and per-tool overheads, Anthropic's
+// image formula and 2000 tokens per PDF page.
 //
 // # Responses and streams
 //

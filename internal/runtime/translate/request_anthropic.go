@@ -9,18 +9,19 @@ import (
 // Encoding shapes of an Anthropic request.
 
 type anOutRequest struct {
-	Model         string         `json:"model"`
-	MaxTokens     int            `json:"max_tokens"`
-	System        any            `json:"system,omitempty"`
-	Messages      []anOutMessage `json:"messages"`
-	Tools         []anOutTool    `json:"tools,omitempty"`
-	ToolChoice    *anToolChoice  `json:"tool_choice,omitempty"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-	TopP          *float64       `json:"top_p,omitempty"`
-	StopSequences []string       `json:"stop_sequences,omitempty"`
-	Stream        bool           `json:"stream,omitempty"`
-	Thinking      *anThinking    `json:"thinking,omitempty"`
-	Metadata      *anMetadata    `json:"metadata,omitempty"`
+	Model         string          `json:"model"`
+	MaxTokens     int             `json:"max_tokens"`
+	System        any             `json:"system,omitempty"`
+	Messages      []anOutMessage  `json:"messages"`
+	Tools         []anOutTool     `json:"tools,omitempty"`
+	ToolChoice    *anToolChoice   `json:"tool_choice,omitempty"`
+	Temperature   *float64        `json:"temperature,omitempty"`
+	TopP          *float64        `json:"top_p,omitempty"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Stream        bool            `json:"stream,omitempty"`
+	Thinking      *anThinking     `json:"thinking,omitempty"`
+	Metadata      *anMetadata     `json:"metadata,omitempty"`
+	OutputConfig  *anOutputConfig `json:"output_config,omitempty"`
 }
 
 type anOutMessage struct {
@@ -74,6 +75,8 @@ var effortBudget = map[string]int{
 	"low":     2048,
 	"medium":  8192,
 	"high":    16384,
+	"xhigh":   32768,
+	"max":     65536,
 }
 
 // minThinkingBudget is Anthropic's smallest budget_tokens.
@@ -198,7 +201,7 @@ func OpenAIToAnthropicRequest(body []byte, model string) ([]byte, error) {
 	if in.ReasoningEffort != "" {
 		budget, ok := effortBudget[in.ReasoningEffort]
 		if !ok {
-			return nil, fieldErr("reasoning_effort", "unknown value %q; use none, minimal, low, medium or high", in.ReasoningEffort)
+			return nil, fieldErr("reasoning_effort", "unknown value %q; use none, minimal, low, medium, high, xhigh or max", in.ReasoningEffort)
 		}
 		if in.MaxCompletionTokens == nil && in.MaxTokens == nil && budget > 0 {
 			out.MaxTokens = budget + DefaultMaxTokens
@@ -211,6 +214,14 @@ func OpenAIToAnthropicRequest(body []byte, model string) ([]byte, error) {
 				return nil, fieldErr("tool_choice", "a forced tool choice cannot be combined with reasoning_effort on an Anthropic model")
 			}
 		}
+	}
+
+	if rf := in.ResponseFormat; rf != nil && rf.Type == "json_schema" {
+		js := rf.JSONSchema
+		if js == nil || rawKind(js.Schema) != 'o' {
+			return nil, fieldErr("response_format.json_schema.schema", "is required and must be a JSON schema object")
+		}
+		out.OutputConfig = &anOutputConfig{Format: &anOutputFormat{Type: "json_schema", Schema: js.Schema}}
 	}
 
 	stops, err := oaStop(in.Stop)
@@ -236,8 +247,8 @@ func checkOpenAIUnsupported(in *oaRequest) error {
 	if in.Logprobs {
 		return fieldErr("logprobs", "Anthropic models do not return log probabilities")
 	}
-	if rf := in.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" {
-		return fieldErr("response_format", "type %q is not supported by Anthropic models", rf.Type)
+	if rf := in.ResponseFormat; rf != nil && rf.Type != "" && rf.Type != "text" && rf.Type != "json_schema" {
+		return fieldErr("response_format.type", "type %q is not supported by Anthropic models; use json_schema", rf.Type)
 	}
 	for _, m := range in.Modalities {
 		if m != "text" {

@@ -1,6 +1,8 @@
 package translate
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -21,7 +23,21 @@ type oaOutRequest struct {
 	Stream            bool            `json:"stream,omitempty"`
 	StreamOptions     *oaStreamOption `json:"stream_options,omitempty"`
 	ReasoningEffort   string          `json:"reasoning_effort,omitempty"`
+	ResponseFormat    *oaRespFormat   `json:"response_format,omitempty"`
 	User              string          `json:"user,omitempty"`
+}
+
+// oaRespFormat is a Chat Completions response_format of type json_schema.
+type oaRespFormat struct {
+	Type       string        `json:"type"`
+	JSONSchema *oaJSONSchema `json:"json_schema,omitempty"`
+}
+
+type oaJSONSchema struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Schema      json.RawMessage `json:"schema,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 type oaStreamOption struct {
@@ -83,7 +99,7 @@ func AnthropicToOpenAIRequest(body []byte, model string) ([]byte, error) {
 	if in.Stream {
 		out.StreamOptions = &oaStreamOption{IncludeUsage: true}
 	}
-	sys, err := anSystemText(in.System)
+	sys, err := anSystemText(in.System, "system")
 	if err != nil {
 		return nil, err
 	}
@@ -99,8 +115,13 @@ func AnthropicToOpenAIRequest(body []byte, model string) ([]byte, error) {
 			msgs, err = anUserMessages(m.Content, field+".content")
 		case "assistant":
 			msgs, err = anAssistantMessage(m.Content, field+".content")
+		case "system":
+			var text string
+			if text, err = anSystemText(m.Content, field+".content"); err == nil && text != "" {
+				msgs = []oaOutMessage{{Role: "system", Content: text}}
+			}
 		default:
-			return nil, fieldErr(field+".role", "unknown role %q; use user or assistant", m.Role)
+			return nil, fieldErr(field+".role", "unknown role %q; use user, assistant or system", m.Role)
 		}
 		if err != nil {
 			return nil, err
@@ -122,7 +143,7 @@ func AnthropicToOpenAIRequest(body []byte, model string) ([]byte, error) {
 		if rawKind(schema) == 'n' {
 			schema = emptyObjectSchema
 		}
-		out.Tools = append(out.Tools, oaOutTool{Type: "function", Function: oaFunction{Name: t.Name, Description: t.Description, Parameters: schema}})
+		out.Tools = append(out.Tools, oaOutTool{Type: "function", Function: oaFunction{Name: t.Name, Description: t.Description, Parameters: schema, Strict: t.Strict}})
 	}
 	if tc := in.ToolChoice; tc != nil && len(out.Tools) > 0 {
 		switch tc.Type {
@@ -151,24 +172,92 @@ func AnthropicToOpenAIRequest(body []byte, model string) ([]byte, error) {
 		out.Stop = in.StopSequences
 	}
 	if md := in.Metadata; md != nil {
-		out.User = md.UserID
+		out.User = openAIUser(md.UserID)
 	}
-	if th := in.Thinking; th != nil && th.Type == "enabled" {
-		switch {
-		case th.BudgetTokens < 4096:
-			out.ReasoningEffort = "low"
-		case th.BudgetTokens < 16384:
-			out.ReasoningEffort = "medium"
-		default:
-			out.ReasoningEffort = "high"
+	effort, err := anEffort(&in)
+	if err != nil {
+		return nil, err
+	}
+	out.ReasoningEffort = effort
+	if oc := in.OutputConfig; oc != nil && oc.Format != nil {
+		if oc.Format.Type != "json_schema" {
+			return nil, fieldErr("output_config.format.type", "unknown value %q; use json_schema", oc.Format.Type)
+		}
+		strict := true
+		out.ResponseFormat = &oaRespFormat{Type: "json_schema", JSONSchema: &oaJSONSchema{Name: "output", Schema: oc.Format.Schema, Strict: &strict}}
+	}
+	if cm := in.ContextManagement; cm != nil {
+		for i, e := range cm.Edits {
+			if !strings.HasPrefix(e.Type, "clear_thinking_") {
+				return nil, fieldErr(fmt.Sprintf("context_management.edits[%d].type", i),
+					"context edit %q cannot be applied by an OpenAI-compatible model; only clear_thinking edits are supported (thinking is never sent there)", e.Type)
+			}
 		}
 	}
 	return marshal(out)
 }
 
-// anSystemText reads system: a string or an array of text blocks, joined
-// with a blank line.
-func anSystemText(raw json.RawMessage) (string, error) {
+// maxOpenAIUser is the longest user value sent to an OpenAI-compatible
+// API (OpenAI documents 64 characters for end-user identifiers).
+const maxOpenAIUser = 64
+
+// openAIUser is the OpenAI user field for an Anthropic metadata.user_id:
+// the id itself, or its SHA-256 in hex when it is longer than
+// maxOpenAIUser (Claude Code sends a JSON document there), so one user
+// keeps one stable identifier.
+func openAIUser(id string) string {
+	if len(id) <= maxOpenAIUser {
+		return id
+	}
+	sum := sha256.Sum256([]byte(id))
+	return hex.EncodeToString(sum[:])
+}
+
+// openAIEffort maps an Anthropic output_config.effort to an OpenAI
+// reasoning_effort: low, medium and high as they are, xhigh and max to
+// high (the highest value every OpenAI-compatible server knows).
+var openAIEffort = map[string]string{"low": "low", "medium": "medium", "high": "high", "xhigh": "high", "max": "high"}
+
+// anEffort is the reasoning_effort for an Anthropic request's thinking and
+// output_config.effort: disabled thinking → none sent; enabled with a
+// budget → low (< 4096), medium (< 16384) or high; output_config.effort,
+// when set, wins over the budget; adaptive thinking without an effort →
+// none sent (the upstream model's own default: adaptive leaves the amount
+// of reasoning to the model).
+func anEffort(in *anRequest) (string, error) {
+	effort := ""
+	if th := in.Thinking; th != nil {
+		switch th.Type {
+		case "enabled":
+			switch {
+			case th.BudgetTokens < 4096:
+				effort = "low"
+			case th.BudgetTokens < 16384:
+				effort = "medium"
+			default:
+				effort = "high"
+			}
+		case "disabled":
+			return "", nil
+		case "adaptive":
+		default:
+			return "", fieldErr("thinking.type", "unknown value %q; use enabled, adaptive or disabled", th.Type)
+		}
+	}
+	if oc := in.OutputConfig; oc != nil && oc.Effort != "" {
+		e, ok := openAIEffort[oc.Effort]
+		if !ok {
+			return "", fieldErr("output_config.effort", "unknown value %q; use low, medium, high, xhigh or max", oc.Effort)
+		}
+		effort = e
+	}
+	return effort, nil
+}
+
+// anSystemText reads a system prompt (the top-level system or the content
+// of a system-role message) named field: a string or an array of text
+// blocks, joined with a blank line. cache_control markers are dropped.
+func anSystemText(raw json.RawMessage, field string) (string, error) {
 	switch rawKind(raw) {
 	case 'n':
 		return "", nil
@@ -179,12 +268,12 @@ func anSystemText(raw json.RawMessage) (string, error) {
 	case 'a':
 		var blocks []anBlock
 		if err := json.Unmarshal(raw, &blocks); err != nil {
-			return "", fieldErr("system", "must be a string or an array of text blocks")
+			return "", fieldErr(field, "must be a string or an array of text blocks")
 		}
 		texts := make([]string, 0, len(blocks))
 		for i, b := range blocks {
 			if b.Type != "text" {
-				return "", fieldErr(fmt.Sprintf("system[%d].type", i), "system takes text blocks only")
+				return "", fieldErr(fmt.Sprintf("%s[%d].type", field, i), "a system prompt takes text blocks only")
 			}
 			if b.Text != "" {
 				texts = append(texts, b.Text)
@@ -192,7 +281,7 @@ func anSystemText(raw json.RawMessage) (string, error) {
 		}
 		return strings.Join(texts, "\n\n"), nil
 	}
-	return "", fieldErr("system", "must be a string or an array of text blocks")
+	return "", fieldErr(field, "must be a string or an array of text blocks")
 }
 
 // anBlocks reads message content: a string (one text block) or blocks.
@@ -330,6 +419,11 @@ func anToolResultContent(raw json.RawMessage, field string) (string, []any, erro
 				return "", nil, err
 			}
 			images = append(images, p)
+		case "tool_reference":
+			// A tool search result: every declared tool, deferred or not,
+			// is offered to the OpenAI model from the start, so the
+			// reference only tells the model the tool is there.
+			texts = append(texts, "[tool "+b.ToolName+" is available]")
 		default:
 			return "", nil, fieldErr(fmt.Sprintf("%s[%d].type", field, k), "tool result block type %q has no OpenAI equivalent", b.Type)
 		}

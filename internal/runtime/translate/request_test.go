@@ -220,7 +220,8 @@ func TestOpenAIToAnthropicRequestErrors(t *testing.T) {
 		{"unknown role", `{"model":"m","messages":[{"role":"critic","content":"x"}]}`, "messages[0].role"},
 		{"n>1", `{"model":"m","messages":[` + user + `],"n":2}`, "n"},
 		{"logprobs", `{"model":"m","messages":[` + user + `],"logprobs":true}`, "logprobs"},
-		{"json_schema", `{"model":"m","messages":[` + user + `],"response_format":{"type":"json_schema","json_schema":{"name":"x","schema":{}}}}`, "response_format"},
+		{"json_object", `{"model":"m","messages":[` + user + `],"response_format":{"type":"json_object"}}`, "response_format.type"},
+		{"json_schema without schema", `{"model":"m","messages":[` + user + `],"response_format":{"type":"json_schema","json_schema":{"name":"x"}}}`, "response_format.json_schema.schema"},
 		{"audio out", `{"model":"m","messages":[` + user + `],"modalities":["text","audio"]}`, "modalities"},
 		{"input_audio", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"x"},{"type":"input_audio","input_audio":{"data":"AAAA","format":"wav"}}]}]}`, "messages[0].content[1].type"},
 		{"bmp image", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/bmp;base64,Qk0="}}]}]}`, "messages[0].content[0].image_url.url"},
@@ -341,7 +342,13 @@ func TestAnthropicToOpenAIRequestErrors(t *testing.T) {
 	cases := []struct{ name, body, field string }{
 		{"not json", `[`, "body"},
 		{"no messages", `{"model":"m","max_tokens":1,"messages":[]}`, "messages"},
-		{"system role", `{"model":"m","max_tokens":1,"messages":[{"role":"system","content":"x"}]}`, "messages[0].role"},
+		{"unknown role", `{"model":"m","max_tokens":1,"messages":[{"role":"critic","content":"x"}]}`, "messages[0].role"},
+		{"system role with an image", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"},{"role":"system","content":[{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}`, "messages[1].content[0].type"},
+		{"thinking type", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"thinking":{"type":"sometimes"}}`, "thinking.type"},
+		{"effort", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"output_config":{"effort":"extreme"}}`, "output_config.effort"},
+		{"output format", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"output_config":{"format":{"type":"xml"}}}`, "output_config.format.type"},
+		{"context edit that changes the prompt", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"},{"type":"clear_tool_uses_20250919"}]}}`, "context_management.edits[1].type"},
+		{"compaction", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"context_management":{"edits":[{"type":"compact_20260112"}]}}`, "context_management.edits[0].type"},
 		{"server tool", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":"x"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "tools[0].type"},
 		{"image file source", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"image","source":{"type":"file","file_id":"file_1"}}]}]}`, "messages[0].content[0].source.type"},
 		{"search_result", `{"model":"m","max_tokens":1,"messages":[{"role":"user","content":[{"type":"search_result","source":"x","title":"t","content":[]}]}]}`, "messages[0].content[0].type"},
@@ -359,5 +366,105 @@ func TestAnthropicToOpenAIRequestErrors(t *testing.T) {
 			}
 			eq(t, "field", fe.Field, c.field)
 		})
+	}
+}
+
+// TestAnthropicToOpenAIRequestClaudeCode pins the shape current Claude
+// Code sends (recorded from @anthropic-ai/claude-code 2.1.328, trimmed): a
+// system-role message inside messages, adaptive thinking with
+// output_config.effort, context_management, cache_control markers on
+// system, text and tool_result blocks, a deferred tool and a JSON
+// metadata.user_id.
+func TestAnthropicToOpenAIRequestClaudeCode(t *testing.T) {
+	m := anToOa(t, "claude_code.json")
+	msgs := at(t, m, "messages").([]any)
+	roles := make([]string, len(msgs))
+	for i := range msgs {
+		roles[i] = at(t, msgs, i, "role").(string)
+	}
+	eq(t, "roles (the system-role message stays in place)", roles, []string{"system", "user", "system", "assistant", "tool"})
+	eq(t, "top-level system blocks joined", at(t, msgs, 0, "content"),
+		"x-anthropic-billing-header: cc_version=2.1.328.593; cc_entrypoint=sdk-cli;\n\nYou are a Claude agent, built on Anthropic's Claude Agent SDK.\n\n\nYou are an agent working with the user toward their goals.")
+	eq(t, "system-role message text", at(t, msgs, 2, "content"), "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /tmp/work\n - Platform: linux")
+	eq(t, "user text parts without cache_control", at(t, msgs, 1, "content", 1), map[string]any{"type": "text", "text": "Read notes.txt and tell me what it says."})
+	eq(t, "thinking dropped", at(t, msgs, 3, "content"), "I'll read the file.")
+	eq(t, "tool result", at(t, msgs, 4, "content"), "     1\thello from the file\n")
+	eq(t, "adaptive thinking + effort medium", m["reasoning_effort"], "medium")
+	eq(t, "deferred tool offered like the others", at(t, m, "tools", 2, "function", "name"), "DeferredToolPlaceholder")
+	if has(at(t, m, "tools", 2, "function"), "defer_loading") {
+		t.Error("defer_loading must not reach an OpenAI-compatible API")
+	}
+	user := m["user"].(string)
+	eq(t, "metadata.user_id longer than 64 → its SHA-256", len(user), 64)
+	if user != openAIUser(`{"device_id":"d80314706f7e56a6ddc2ffc1f0c182d6d7d90c56009c1aaf83d89e89499045c1","account_uuid":"","session_id":"42073f05-d5ad-406a-8477-f42b78402278"}`) {
+		t.Errorf("user = %s, want the hash of the user_id", user)
+	}
+	for _, k := range []string{"thinking", "context_management", "output_config", "metadata", "cache_control"} {
+		if has(m, k) {
+			t.Errorf("%s must not be sent to OpenAI", k)
+		}
+	}
+	eq(t, "max_tokens", m["max_tokens"], 128000.0)
+}
+
+func TestAnthropicToOpenAIRequestThinkingAndOutput(t *testing.T) {
+	const head = `{"model":"m","max_tokens":64000,"messages":[{"role":"user","content":"hi"}]`
+	cases := []struct{ name, extra, effort string }{
+		{"adaptive without effort → upstream default", `,"thinking":{"type":"adaptive"}`, ""},
+		{"adaptive + effort low", `,"thinking":{"type":"adaptive","display":"summarized"},"output_config":{"effort":"low"}`, "low"},
+		{"effort without thinking", `,"output_config":{"effort":"high"}`, "high"},
+		{"effort xhigh → high", `,"output_config":{"effort":"xhigh"}`, "high"},
+		{"effort max → high", `,"thinking":{"type":"adaptive"},"output_config":{"effort":"max"}`, "high"},
+		{"effort wins over the budget", `,"thinking":{"type":"enabled","budget_tokens":2000},"output_config":{"effort":"high"}`, "high"},
+		{"disabled → none", `,"thinking":{"type":"disabled"},"output_config":{"effort":"high"}`, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, err := AnthropicToOpenAIRequest([]byte(head+c.extra+`}`), "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := obj(t, out)
+			if c.effort == "" {
+				if has(m, "reasoning_effort") {
+					t.Errorf("reasoning_effort = %v, want none", m["reasoning_effort"])
+				}
+				return
+			}
+			eq(t, "reasoning_effort", m["reasoning_effort"], c.effort)
+		})
+	}
+	out, err := AnthropicToOpenAIRequest([]byte(head+`,"output_config":{"format":{"type":"json_schema","schema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"],"additionalProperties":false}}}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "output_config.format → response_format", obj(t, out)["response_format"], map[string]any{"type": "json_schema", "json_schema": map[string]any{
+		"name": "output", "strict": true,
+		"schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}, "required": []any{"city"}, "additionalProperties": false},
+	}})
+	out, err = AnthropicToOpenAIRequest([]byte(`{"model":"m","max_tokens":10,"metadata":{"user_id":"u-1"},"messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":[{"type":"tool_reference","tool_name":"WebFetch"}]}]}],"tools":[{"name":"f","input_schema":{"type":"object"},"strict":true}]}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := obj(t, out)
+	eq(t, "short user_id kept", m["user"], "u-1")
+	eq(t, "tool_reference → text", at(t, m, "messages", 0, "content"), "[tool WebFetch is available]")
+	eq(t, "strict kept", at(t, m, "tools", 0, "function", "strict"), true)
+}
+
+func TestOpenAIToAnthropicRequestJSONSchema(t *testing.T) {
+	out, err := OpenAIToAnthropicRequest([]byte(`{"model":"m","messages":[{"role":"user","content":"hi"}],"response_format":{"type":"json_schema","json_schema":{"name":"city","strict":true,"schema":{"type":"object","properties":{"city":{"type":"string"}}}}}}`), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eq(t, "response_format → output_config.format", obj(t, out)["output_config"], map[string]any{"format": map[string]any{
+		"type": "json_schema", "schema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}},
+	}})
+	for effort, budget := range map[string]float64{"xhigh": 32768, "max": 65536} {
+		out, err := OpenAIToAnthropicRequest([]byte(`{"model":"m","max_completion_tokens":100000,"messages":[{"role":"user","content":"hi"}],"reasoning_effort":"`+effort+`"}`), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		eq(t, "budget for "+effort, at(t, obj(t, out), "thinking", "budget_tokens"), budget)
 	}
 }

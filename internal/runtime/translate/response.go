@@ -65,6 +65,11 @@ type oaOutUsage struct {
 	PromptTokensDetails struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *oaReasoningTokens `json:"completion_tokens_details,omitempty"`
+}
+
+type oaReasoningTokens struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 func openAIUsage(input, output, cacheCreate, cacheRead int) oaOutUsage {
@@ -126,6 +131,9 @@ func anthropicToOpenAIResponse(body []byte, model string, now time.Time) ([]byte
 		Choices: []oaOutChoice{{Message: msg, FinishReason: stopToOpenAI(stop)}},
 		Usage:   openAIUsage(deref(u.InputTokens), deref(u.OutputTokens), deref(u.CacheCreationInputTokens), deref(u.CacheReadInputTokens)),
 	}
+	if th := u.thinking(); th != nil {
+		out.Usage.CompletionTokensDetails = &oaReasoningTokens{ReasoningTokens: *th}
+	}
 	return marshal(out)
 }
 
@@ -163,12 +171,9 @@ var errNoChoices = errors.New("response has no choices")
 // the upstream's model. Tool arguments that are not a JSON object become
 // an empty input object.
 func OpenAIToAnthropicResponse(body []byte, model string) ([]byte, error) {
-	var in oaResponse
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, fmt.Errorf("decode openai completion: %w", err)
-	}
-	if len(in.Choices) == 0 {
-		return nil, fmt.Errorf("decode openai completion: %w", errNoChoices)
+	in, err := decodeCompletion(body)
+	if err != nil {
+		return nil, err
 	}
 	if model == "" {
 		model = in.Model
@@ -208,6 +213,18 @@ func OpenAIToAnthropicResponse(body []byte, model string) ([]byte, error) {
 		StopReason: stopToAnthropic(finish), Usage: anthropicUsage(in.Usage),
 	}
 	return marshal(out)
+}
+
+// decodeCompletion reads a chat.completion body with at least one choice.
+func decodeCompletion(body []byte) (*oaResponse, error) {
+	var in oaResponse
+	if err := json.Unmarshal(body, &in); err != nil {
+		return nil, fmt.Errorf("decode openai completion: %w", err)
+	}
+	if len(in.Choices) == 0 {
+		return nil, fmt.Errorf("decode openai completion: %w", errNoChoices)
+	}
+	return &in, nil
 }
 
 // inputOrEmpty parses tool arguments into an input object; anything that

@@ -13,19 +13,44 @@ type oaChunk struct {
 	ID      string `json:"id"`
 	Model   string `json:"model"`
 	Choices []struct {
-		Index int `json:"index"`
-		Delta struct {
-			Content          *string         `json:"content"`
-			ReasoningContent *string         `json:"reasoning_content"`
-			Reasoning        *string         `json:"reasoning"`
-			Refusal          *string         `json:"refusal"`
-			ToolCalls        []oaToolDelta   `json:"tool_calls"`
-			FunctionCall     *oaFunctionCall `json:"function_call"`
-		} `json:"delta"`
+		Index        int     `json:"index"`
+		Delta        oaDelta `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
 	} `json:"choices"`
 	Usage *oaUsage        `json:"usage"`
 	Error json.RawMessage `json:"error"`
+}
+
+// oaDelta is the delta of a chunk's choice.
+type oaDelta struct {
+	Content          *string         `json:"content"`
+	ReasoningContent *string         `json:"reasoning_content"`
+	Reasoning        *string         `json:"reasoning"`
+	Refusal          *string         `json:"refusal"`
+	ToolCalls        []oaToolDelta   `json:"tool_calls"`
+	FunctionCall     *oaFunctionCall `json:"function_call"`
+}
+
+// reasoning is the delta's reasoning text: reasoning_content, else the
+// "reasoning" some OpenAI-compatible servers send; nil when absent.
+func (d *oaDelta) reasoning() *string {
+	if d.ReasoningContent != nil {
+		return d.ReasoningContent
+	}
+	return d.Reasoning
+}
+
+// toolKey is the key of a tool_calls fragment: its index, else a new key
+// (count) for a fragment that starts a call (an id or a name, or the first
+// fragment of all), else the last key.
+func toolKey(tc *oaToolDelta, last, count int) int {
+	switch {
+	case tc.Index != nil:
+		return *tc.Index
+	case tc.ID != "" || tc.Function.Name != "" || count == 0:
+		return count
+	}
+	return last
 }
 
 type oaToolDelta struct {
@@ -63,7 +88,6 @@ type openAIToAnthropic struct {
 	// Anthropic block index of its tool_use.
 	tools     map[int]int
 	lastTool  int // key of the most recent tool, for deltas without index
-	anyTool   bool
 	stop      string
 	stopSeen  bool
 	usage     oaUsage
@@ -121,11 +145,7 @@ func (t *openAIToAnthropic) Event(ev sse.Event) ([]sse.Event, error) {
 			continue
 		}
 		d := &ch.Delta
-		reasoning := d.ReasoningContent
-		if reasoning == nil {
-			reasoning = d.Reasoning
-		}
-		if reasoning != nil && *reasoning != "" {
+		if reasoning := d.reasoning(); reasoning != nil && *reasoning != "" {
 			out = t.ensure(blockThinking, 0, out)
 			out = t.delta(`{"type":"thinking_delta","thinking":`, *reasoning, out)
 		}
@@ -139,14 +159,7 @@ func (t *openAIToAnthropic) Event(ev sse.Event) ([]sse.Event, error) {
 		}
 		for j := range d.ToolCalls {
 			tc := &d.ToolCalls[j]
-			key := t.lastTool
-			switch {
-			case tc.Index != nil:
-				key = *tc.Index
-			case tc.ID != "" || tc.Function.Name != "" || !t.anyTool:
-				key = len(t.tools)
-			}
-			out = t.toolDelta(key, tc.ID, tc.Function.Name, tc.Function.Arguments, out)
+			out = t.toolDelta(toolKey(tc, t.lastTool, len(t.tools)), tc.ID, tc.Function.Name, tc.Function.Arguments, out)
 		}
 		if fc := d.FunctionCall; fc != nil {
 			out = t.toolDelta(functionCallKey, "", fc.Name, fc.Arguments, out)
@@ -265,7 +278,7 @@ func (t *openAIToAnthropic) toolDelta(key int, id, name, args string, out []sse.
 		b = append(b, `,"input":{}}}`...)
 		out = append(out, sse.Event{Event: "content_block_start", Data: b})
 	}
-	t.lastTool, t.anyTool = key, true
+	t.lastTool = key
 	if args == "" {
 		return out
 	}

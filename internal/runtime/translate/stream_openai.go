@@ -54,6 +54,7 @@ type anthropicToOpenAI struct {
 	nextTool  int
 
 	input, output, cacheCreate, cacheRead int
+	thinking                              int // -1: not reported
 }
 
 // NewAnthropicToOpenAIStream returns a Translator from an Anthropic Messages
@@ -65,7 +66,7 @@ type anthropicToOpenAI struct {
 // when not empty, is reported instead of the upstream's model. The
 // Translator is owned by one stream: not safe for concurrent use.
 func NewAnthropicToOpenAIStream(model string) Translator {
-	return &anthropicToOpenAI{model: model, now: time.Now}
+	return &anthropicToOpenAI{model: model, now: time.Now, thinking: -1}
 }
 
 // Event implements Translator.
@@ -141,6 +142,9 @@ func (t *anthropicToOpenAI) addUsage(u *anUsage) {
 	}
 	if u.CacheReadInputTokens != nil {
 		t.cacheRead = *u.CacheReadInputTokens
+	}
+	if th := u.thinking(); th != nil {
+		t.thinking = *th
 	}
 }
 
@@ -281,6 +285,10 @@ func (t *anthropicToOpenAI) end() []sse.Event {
 	b = appendInt(b, u.TotalTokens)
 	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 	b = appendInt(b, u.PromptTokensDetails.CachedTokens)
+	if t.thinking >= 0 {
+		b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
+		b = appendInt(b, t.thinking)
+	}
 	b = append(b, "}}}"...)
 	return append(out, sse.Event{Data: b}, sse.Event{Data: []byte("[DONE]")})
 }

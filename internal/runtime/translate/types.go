@@ -26,7 +26,8 @@ type oaRequest struct {
 	N                   *int            `json:"n"`
 	Logprobs            bool            `json:"logprobs"`
 	ResponseFormat      *struct {
-		Type string `json:"type"`
+		Type       string        `json:"type"`
+		JSONSchema *oaJSONSchema `json:"json_schema"`
 	} `json:"response_format"`
 	Modalities []string        `json:"modalities"`
 	Audio      json.RawMessage `json:"audio"`
@@ -78,6 +79,7 @@ type oaFunction struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description,omitempty"`
 	Parameters  json.RawMessage `json:"parameters,omitempty"`
+	Strict      *bool           `json:"strict,omitempty"`
 }
 
 // oaResponse is an OpenAI chat.completion body.
@@ -109,6 +111,18 @@ type oaUsage struct {
 	PromptTokensDetails *struct {
 		CachedTokens int `json:"cached_tokens"`
 	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails *struct {
+		ReasoningTokens int `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
+}
+
+// reasoning is the reasoning part of the completion tokens (0 when not
+// reported).
+func (u *oaUsage) reasoning() int {
+	if u == nil || u.CompletionTokensDetails == nil {
+		return 0
+	}
+	return u.CompletionTokensDetails.ReasoningTokens
 }
 
 func (u *oaUsage) cached() int {
@@ -133,6 +147,27 @@ type anRequest struct {
 	ToolChoice    *anToolChoice   `json:"tool_choice"`
 	Thinking      *anThinking     `json:"thinking"`
 	Metadata      *anMetadata     `json:"metadata"`
+	// OutputConfig carries effort and the structured-output format.
+	OutputConfig *anOutputConfig `json:"output_config"`
+	// ContextManagement is the context-editing configuration (beta).
+	ContextManagement *struct {
+		Edits []struct {
+			Type string `json:"type"`
+		} `json:"edits"`
+	} `json:"context_management"`
+}
+
+// anOutputConfig is Anthropic's output_config: effort and a JSON-schema
+// output format.
+type anOutputConfig struct {
+	Effort string          `json:"effort,omitempty"`
+	Format *anOutputFormat `json:"format,omitempty"`
+}
+
+// anOutputFormat is output_config.format (structured outputs).
+type anOutputFormat struct {
+	Type   string          `json:"type"`
+	Schema json.RawMessage `json:"schema"`
 }
 
 type anMessage struct {
@@ -152,6 +187,8 @@ type anBlock struct {
 	Content   json.RawMessage `json:"content"`
 	Thinking  string          `json:"thinking"`
 	Title     string          `json:"title"`
+	// ToolName is the tool a tool_reference block names.
+	ToolName string `json:"tool_name"`
 }
 
 // source decodes the block's source object; nil when absent or not an
@@ -179,6 +216,7 @@ type anTool struct {
 	Name        string          `json:"name"`
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"input_schema"`
+	Strict      *bool           `json:"strict"`
 }
 
 type anToolChoice struct {
@@ -214,6 +252,18 @@ type anUsage struct {
 	OutputTokens             *int `json:"output_tokens"`
 	CacheCreationInputTokens *int `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     *int `json:"cache_read_input_tokens"`
+	OutputTokensDetails      *struct {
+		ThinkingTokens *int `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// thinking is the reported thinking part of the output tokens, nil when
+// not reported.
+func (u *anUsage) thinking() *int {
+	if u.OutputTokensDetails == nil {
+		return nil
+	}
+	return u.OutputTokensDetails.ThinkingTokens
 }
 
 func deref(p *int) int {

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"testing"
@@ -83,5 +84,38 @@ func BenchmarkParseAndRewrite(b *testing.B) {
 			b.Fatal(err)
 		}
 		_ = r.RewriteModel(body, "gpt-4o-mini")
+	}
+}
+
+// TestRewriteModelKeepsUnknownFields: a same-format route passes the
+// newest client fields through byte for byte (only the model value
+// changes), whatever their spacing: Claude Code's system-role message,
+// adaptive thinking, output_config, context_management, cache_control and
+// deferred tools; Codex's namespace tools, include, prompt_cache_key and
+// client_metadata.
+func TestRewriteModelKeepsUnknownFields(t *testing.T) {
+	bodies := []struct {
+		parse func([]byte) (Request, error)
+		body  string
+	}{
+		{Parse, `{"model":"claude-opus-5-5","messages":[{"role":"user","content":[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}}]},{"role":"system","content":[{"type":"text","text":"# Environment"}]}],
+ "system":[{"type":"text","text":"x-anthropic-billing-header: cc_version=2.1.328"}],"tools":[{"name":"DeferredToolPlaceholder","input_schema":{"type":"object"},"defer_loading":true}],
+ "metadata":{"user_id":"{\"device_id\":\"d8\",\"session_id\":\"42\"}"},"max_tokens":128000,"thinking":{"type":"adaptive","display":"omitted"},
+ "context_management":{"edits":[{"type":"clear_thinking_20251015","keep":"all"}]},"output_config":{"effort":"medium"},"stream":true}`},
+		{ParseResponses, `{"model":"gpt-5.2","input":[{"type":"message","role":"developer","content":[{"type":"input_text","text":"x"}]}],"tools":[{"type":"namespace","name":"multi_agent_v1","tools":[]},{"type":"web_search","external_web_access":false}],
+ "tool_choice":"auto","parallel_tool_calls":true,"reasoning":{"summary":"auto"},"store":false,"stream":true,"include":["reasoning.encrypted_content"],"prompt_cache_key":"01a2","client_metadata":{"thread_id":"01a2"}}`},
+	}
+	for _, b := range bodies {
+		body := []byte(b.body)
+		r, err := b.parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		quoted := []byte(`"` + r.Model + `"`)
+		i := bytes.Index(body, quoted)
+		want := append(append(append([]byte{}, body[:i]...), `"routed-model"`...), body[i+len(quoted):]...)
+		if got := r.RewriteModel(body, "routed-model"); !bytes.Equal(got, want) {
+			t.Errorf("rewrite changed more than the model:\n got %s\nwant %s", got, want)
+		}
 	}
 }
