@@ -72,45 +72,42 @@ func ParseToolLimitText(text string) (int, bool) {
 }
 
 // learn records a refusal of a request with tools tools, whose error said
-// text, at now, and returns the entry. The limit is the limit the text
-// states when it is below tools; else the largest count that succeeded
-// below tools; else tools−1. An existing entry only tightens.
+// text, at now, and returns the entry. The limit is the one the text
+// states when it is below the smallest refused count (the upstream knows
+// best); else the largest count that succeeded below it; else that count
+// − 1. Without a stated limit an existing entry only tightens.
 func (t *toolLimits) learn(k modelKey, tools int, text string, now time.Time) ToolLimitInfo {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	limit := tools - 1
-	if ok := t.maxOK[k]; ok > 0 && ok < tools {
-		limit = ok
-	}
-	if stated, found := ParseToolLimitText(text); found && stated < tools {
-		limit = stated
-	}
 	e := t.limits[k]
 	if e == nil {
-		e = &ToolLimitInfo{Provider: k.provider, Model: k.model, Limit: limit, Failing: tools, LearnedAt: now}
+		e = &ToolLimitInfo{Provider: k.provider, Model: k.model, Limit: tools - 1, Failing: tools}
 		t.limits[k] = e
-		return *e
 	}
-	if tools < e.Failing {
-		e.Failing = tools
+	e.Failing = min(e.Failing, tools)
+	limit := e.Failing - 1
+	if ok := t.maxOK[k]; ok > 0 && ok < e.Failing {
+		limit = ok
 	}
-	if limit < e.Limit || e.Limit >= e.Failing {
-		e.Limit = min(limit, e.Failing-1)
+	if stated, found := ParseToolLimitText(text); found && stated < e.Failing {
+		e.Limit = stated
+	} else {
+		e.Limit = min(e.Limit, limit)
 	}
 	e.LearnedAt = now
 	return *e
 }
 
-// succeeded records a success with tools tools and reports the entry when
-// it raised a learned limit (a success above it: the upstream accepts more
+// succeeded records a success with tools tools and reports whether it
+// raised a learned limit (a success above it: the upstream accepts more
 // than was learned).
-func (t *toolLimits) succeeded(k modelKey, tools int, now time.Time) (ToolLimitInfo, bool) {
+func (t *toolLimits) succeeded(k modelKey, tools int, now time.Time) bool {
 	t.mu.RLock()
 	e := t.limits[k]
 	best := t.maxOK[k]
 	t.mu.RUnlock()
 	if tools <= best && (e == nil || tools <= e.Limit) {
-		return ToolLimitInfo{}, false
+		return false
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -119,14 +116,14 @@ func (t *toolLimits) succeeded(k modelKey, tools int, now time.Time) (ToolLimitI
 	}
 	e = t.limits[k]
 	if e == nil || tools <= e.Limit {
-		return ToolLimitInfo{}, false
+		return false
 	}
 	e.Limit = tools
 	if e.Failing <= tools {
 		e.Failing = tools + 1
 	}
 	e.LearnedAt = now
-	return *e, true
+	return true
 }
 
 // ToolLimit returns the learned tool-count limit of provider+model: a
@@ -150,7 +147,7 @@ func (e *Engine) RecordToolsSucceeded(provider, model string, tools int) {
 		return
 	}
 	k := modelKey{provider, model}
-	if _, raised := e.tools.succeeded(k, tools, e.clock.Now()); raised {
+	if e.tools.succeeded(k, tools, e.clock.Now()) {
 		if err := e.persistToolLimit(context.Background(), k); err != nil {
 			e.log.Error("persisting a tool limit failed", "provider", provider, "model", model, "error", err)
 		}
