@@ -506,3 +506,29 @@ func TestCoolingDownLine(t *testing.T) {
 		t.Errorf("empty: %q", got)
 	}
 }
+
+// The window gate has no connection-level entries any more: a connection
+// that failed is excluded only by its own §2 cooldown, and a snapshot an
+// older version wrote with "connections" still loads.
+func TestWindowGateHasNoConnectionEntries(t *testing.T) {
+	s := DefaultSettings()
+	s.ProviderCooldown.Enabled = true
+	te := newTestEngine(t, s)
+	te.fail(t, http503("openai", "key-a", "gpt-4o")) // provider-scoped: no connection cooldown
+	wantEligible(t, te, "openai", "key-a", "gpt-4o")
+	raw, ok, _ := te.store.Get(context.Background(), keyWindowGate+"openai")
+	if !ok || strings.Contains(string(raw), "connections") || !strings.Contains(string(raw), `"last"`) {
+		t.Fatalf("persisted gate %s", raw)
+	}
+	old := `{"failures":{"key-a@x":"` + engEpoch.Format(time.RFC3339Nano) + `"},"connections":{"key-a":{"level":3,"until":"` +
+		engEpoch.Add(time.Hour).Format(time.RFC3339Nano) + `","last_failure_at":"` + engEpoch.Format(time.RFC3339Nano) + `"}}}`
+	store := newMemStore(te.clock)
+	if err := store.Put(context.Background(), keyWindowGate+"openai", []byte(old), 0); err != nil {
+		t.Fatal(err)
+	}
+	again := reopen(t, te.clock, store, s)
+	wantEligible(t, again, "openai", "key-a", "gpt-4o")
+	if n := len(again.gate.Snapshot("openai").Failures); n != 1 {
+		t.Fatalf("restored failures %d, want 1", n)
+	}
+}
