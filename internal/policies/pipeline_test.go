@@ -443,7 +443,7 @@ func TestExplain(t *testing.T) {
 func TestStatusBuiltin(t *testing.T) {
 	f := newFixture(t, Options{Dir: t.TempDir() + "/missing"})
 	st := f.p.Status()
-	if st.Revision != "builtin-2025.06.1" || st.BuiltinRevision != st.Revision {
+	if st.Revision != "builtin-2025.06.2" || st.BuiltinRevision != st.Revision {
 		t.Fatalf("revision %q / %q", st.Revision, st.BuiltinRevision)
 	}
 	want := []string{".manifest", "classify.rego", "classify_test.rego", "lib.rego", "lib_test.rego", "pipeline.rego", "pipeline_test.rego", "restate.rego", "restate_test.rego"}
