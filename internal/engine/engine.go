@@ -150,8 +150,11 @@ type Engine struct {
 }
 
 // New builds an engine and loads the persisted breakers, window gate,
-// cooldowns, lockouts and settings patch from o.Store. A persisted patch
-// that no longer applies, and unreadable entries, are logged and skipped.
+// cooldowns, lockouts, tool limits and settings patch from o.Store, then
+// starts clean every connection whose credential changed
+// (SyncCredentials). A persisted patch that no longer applies, and
+// unreadable entries, are logged and skipped; emergency fallback targets
+// of the base settings must pass the target validator.
 func New(ctx context.Context, o Options) (*Engine, error) {
 	if o.Store == nil {
 		return nil, errors.New("engine: a Store is required")
@@ -565,16 +568,19 @@ func (e *Engine) RecordSuccess(provider, connection, model string) {
 	}
 }
 
-// RecordFailure records a failed attempt: the breaker (when TripsBreaker),
-// the window gate (when provider_cooldown is enabled and the failure is a
-// retryable upstream failure), the connection cooldown and the model
-// lockout (when enabled and the status is one of error_codes, or a rule
-// scoped the failure to the model), and for an egress-bucketed provider
-// the connections sharing the failing one's egress (see egress.go). A
-// failure that does not trip the breaker frees a HALF_OPEN probe it may
-// hold. Client aborts and local errors touch nothing else. Every resulting state write is durable in the
-// Store before RecordFailure returns; the error joins the failed writes
-// (the in-memory state has changed regardless).
+// RecordFailure records a failed attempt: the breaker (when BreakerKind
+// is not KindNone), the window gate (when provider_cooldown is enabled and
+// the failure counts, see countsForWindowGate and WindowGate), the
+// connection cooldown, the model lockout (when enabled and the status is
+// one of error_codes, or a rule scoped the failure to the model; and,
+// whatever the switch, a model-scoped quota whose wait exceeds the
+// connection's pacing bound, capped at 24 h), the learned tool limit of a
+// tool_limit refusal, and for an egress-bucketed provider the connections
+// sharing the failing one's egress (see egress.go). A failure that does
+// not trip the breaker frees a HALF_OPEN probe it may hold. Client aborts
+// and local errors touch nothing else. Every resulting state write is
+// durable in the Store before RecordFailure returns; the error joins the
+// failed writes (the in-memory state has changed regardless).
 func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 	if o.Success {
 		return nil

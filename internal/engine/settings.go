@@ -68,13 +68,19 @@ type BreakerProfiles struct {
 
 // For returns the thresholds of profile p; an unknown profile gets apikey's.
 func (b BreakerProfiles) For(p Profile) BreakerSettings {
+	return byProfile(p, b.APIKey, b.OAuth, b.Local)
+}
+
+// byProfile picks the value of profile p: oauth, local, or apikey for any
+// other profile.
+func byProfile[T any](p Profile, apikey, oauth, local T) T {
 	switch p {
 	case ProfileOAuth:
-		return b.OAuth
+		return oauth
 	case ProfileLocal:
-		return b.Local
+		return local
 	default:
-		return b.APIKey
+		return apikey
 	}
 }
 
@@ -117,14 +123,7 @@ type ProviderCooldownSettings struct {
 // For returns the window gate settings of profile p; an unknown profile
 // gets apikey's.
 func (c ProviderCooldownSettings) For(p Profile) WindowGateSettings {
-	switch p {
-	case ProfileOAuth:
-		return c.OAuth
-	case ProfileLocal:
-		return c.Local
-	default:
-		return c.APIKey
-	}
+	return byProfile(p, c.APIKey, c.OAuth, c.Local)
 }
 
 // WindowGateSettings are one profile's window gate: FailureThreshold
@@ -162,14 +161,7 @@ type CooldownProfiles struct {
 
 // For returns the backoff of profile p; an unknown profile gets apikey's.
 func (c CooldownProfiles) For(p Profile) CooldownSettings {
-	switch p {
-	case ProfileOAuth:
-		return c.OAuth
-	case ProfileLocal:
-		return c.Local
-	default:
-		return c.APIKey
-	}
+	return byProfile(p, c.APIKey, c.OAuth, c.Local)
 }
 
 // CooldownSettings is one profile's connection cooldown backoff: a failure
