@@ -532,3 +532,26 @@ func TestWindowGateHasNoConnectionEntries(t *testing.T) {
 		t.Fatalf("restored failures %d, want 1", n)
 	}
 }
+
+func TestModelQuotaWait(t *testing.T) {
+	rule := geminiDaily("key-a", "m")
+	for _, tt := range []struct {
+		name string
+		o    Outcome
+		want time.Duration
+		ok   bool
+	}{
+		{"rule cooldown", rule, 86399 * time.Second, true},
+		{"upstream hint when the rule gives none", func() Outcome { o := rule; o.CooldownHint = 0; o.RetryHint = 90 * time.Second; return o }(), 90 * time.Second, true},
+		{"rate limit", func() Outcome { o := rule; o.Reason = ReasonRateLimit; return o }(), 86399 * time.Second, true},
+		{"no wait", func() Outcome { o := rule; o.CooldownHint, o.RetryHint = 0, 0; return o }(), 0, false},
+		{"connection scope", func() Outcome { o := rule; o.Scope = ScopeConnection; return o }(), 0, false},
+		{"default classification", func() Outcome { o := rule; o.RuleSource = DefaultRuleSource; return o }(), 0, false},
+		{"not a quota", func() Outcome { o := rule; o.Reason = ReasonNotFound; return o }(), 0, false},
+		{"no model", func() Outcome { o := rule; o.Model = ""; return o }(), 0, false},
+	} {
+		if got, ok := ModelQuotaWait(tt.o); got != tt.want || ok != tt.ok {
+			t.Errorf("%s: ModelQuotaWait = %v %v, want %v %v", tt.name, got, ok, tt.want, tt.ok)
+		}
+	}
+}

@@ -629,7 +629,7 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 	errs = append(errs, e.learnToolLimit(ctx, o))
 
 	pol := newLockoutPolicy(s.ModelLockout)
-	switch wait, quota := modelQuotaWait(o); {
+	switch wait, quota := ModelQuotaWait(o); {
 	case quota && wait > e.pacingBound(ps, o.Connection, s):
 		// A long wait scoped to one model: a model lockout on that model
 		// (or its quota family) for that connection, whatever

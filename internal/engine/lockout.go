@@ -140,13 +140,16 @@ func explicitScope(o Outcome) bool {
 // (docs/resilience.md §2/§3/§7, amendments).
 const MaxModelQuotaLockout = 24 * time.Hour
 
-// modelQuotaWait reports whether o is a quota or rate limit that a rule
+// ModelQuotaWait reports whether o is a quota or rate limit that a rule
 // scoped to one model (a Gemini QuotaFailure naming the model, a
 // per-model rate-limit header, a provider rule) and the wait it states:
 // the rule's cooldown, else the upstream retry hint. A wait longer than
-// the connection's pacing bound becomes a model lockout (Engine.RecordFailure);
-// a shorter one is pacing, left to admission.
-func modelQuotaWait(o Outcome) (time.Duration, bool) {
+// the connection's pacing bound becomes a model lockout
+// (Engine.RecordFailure); a shorter one is pacing, left to admission. The
+// request path hands the same wait to admission.Pace as a typed,
+// model-scoped hint, so that a long one never pauses the connection's
+// limiter. It is a pure function.
+func ModelQuotaWait(o Outcome) (time.Duration, bool) {
 	if o.Success || o.Model == "" || o.Scope != ScopeModel || !explicitScope(o) {
 		return 0, false
 	}
