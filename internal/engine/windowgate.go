@@ -199,17 +199,18 @@ func (g *WindowGate) RecordFailure(provider, connection string, f GateFailure) b
 }
 
 // RecordSuccess records a success on provider: it clears the failure
-// window, the de-duplication memory and any provider cooling. With nothing
-// to clear it allocates nothing.
+// window and any provider cooling. The de-duplication memory stays (until
+// it leaves the window): requests in flight with a counted failure that
+// fail after the success are still its duplicates. With nothing to clear
+// it allocates nothing.
 func (g *WindowGate) RecordSuccess(provider string) {
 	g.mu.Lock()
 	ws := g.byName[provider]
-	if ws == nil || (len(ws.failures) == 0 && len(ws.last) == 0 && ws.coolingUntil.IsZero()) {
+	if ws == nil || (len(ws.failures) == 0 && ws.coolingUntil.IsZero()) {
 		g.mu.Unlock()
 		return
 	}
 	clear(ws.failures)
-	clear(ws.last)
 	ws.coolingUntil = time.Time{}
 	g.finish(provider, ws)
 }
