@@ -245,3 +245,21 @@ func jsonString(s string) (string, error) {
 	b.WriteByte('\'')
 	return b.String(), nil
 }
+
+// The emergency fallback is PATCHable at run time; a target the
+// configuration does not know is a 400 naming it, and the old value stays.
+func TestEmergencyFallbackSettingValidated(t *testing.T) {
+	h := startWith(t, edgeCfg("{backend: memory}", "sk-a1"), newFakeClock())
+	code, res := h.admin("PATCH", "/api/resilience", `{"emergency_fallback": {"enabled": true, "targets": ["gem/gemini-2.5-pro", "alpha/nope"]}}`)
+	if code != 400 || !strings.Contains(fmt.Sprint(res["error"]), "emergency_fallback.targets[1]") {
+		t.Fatalf("unknown target: %d %v", code, res)
+	}
+	_, s := h.admin("GET", "/api/resilience", "")
+	if ef := s["emergency_fallback"].(map[string]any); ef["enabled"] != false {
+		t.Fatalf("a refused PATCH changed the setting: %v", ef)
+	}
+	code, s = h.admin("PATCH", "/api/resilience", `{"emergency_fallback": {"enabled": true, "targets": ["gem/gemini-2.5-pro"]}}`)
+	if ef := s["emergency_fallback"].(map[string]any); code != 200 || ef["enabled"] != true || fmt.Sprint(ef["targets"]) != "[gem/gemini-2.5-pro]" {
+		t.Fatalf("valid target: %d %v", code, s["emergency_fallback"])
+	}
+}
