@@ -32,7 +32,7 @@ func newRootCommand() *cobra.Command {
 	}
 	root.PersistentFlags().StringVar(&g.logFormat, "log-format", "text", "log format: text or json")
 	root.PersistentFlags().StringVar(&g.logLevel, "log-level", "info", "log level: trace, debug, info, warn, error")
-	root.AddCommand(newServeCommand(g), newMockCommand(g), newConfigCommand(), newPolicyCommand(g), newVersionCommand())
+	root.AddCommand(newServeCommand(g), newMockCommand(g), newConfigCommand(), newPolicyCommand(g), newConnectionsCommand(), newVersionCommand())
 	return root
 }
 

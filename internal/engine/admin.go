@@ -35,21 +35,29 @@ type ProviderHealth struct {
 	Transitions  []BreakerTransition `json:"transitions"`
 	// CoolingUntil is set while the provider cooldown window gate cools it.
 	CoolingUntil time.Time `json:"cooling_until,omitzero"`
+	// TerminalConnections lists the provider's connections in a terminal
+	// state, with when and why they entered it.
+	TerminalConnections []TerminalConnection `json:"terminal_connections,omitempty"`
 }
 
 // ConnectionStatus is one connection in the cooldown manager view (§4). It
 // never holds credentials.
 type ConnectionStatus struct {
-	Provider         string        `json:"provider"`
-	Connection       string        `json:"connection"`
-	TestStatus       TestStatus    `json:"test_status"`
-	RateLimitedUntil time.Time     `json:"rate_limited_until,omitzero"`
-	RemainingMS      int64         `json:"remaining_ms"`
-	BackoffLevel     int           `json:"backoff_level"`
-	LastError        string        `json:"last_error,omitempty"`
-	LastErrorType    string        `json:"last_error_type,omitempty"`
-	ErrorCode        int           `json:"error_code,omitempty"`
-	Lockouts         []LockoutInfo `json:"lockouts"`
+	Provider         string     `json:"provider"`
+	Connection       string     `json:"connection"`
+	TestStatus       TestStatus `json:"test_status"`
+	RateLimitedUntil time.Time  `json:"rate_limited_until,omitzero"`
+	RemainingMS      int64      `json:"remaining_ms"`
+	BackoffLevel     int        `json:"backoff_level"`
+	LastError        string     `json:"last_error,omitempty"`
+	LastErrorType    string     `json:"last_error_type,omitempty"`
+	ErrorCode        int        `json:"error_code,omitempty"`
+	// TerminalAt, TerminalReason and TerminalRule say when and why a
+	// terminal state was entered (absent otherwise).
+	TerminalAt     time.Time     `json:"terminal_at,omitzero"`
+	TerminalReason string        `json:"terminal_reason,omitempty"`
+	TerminalRule   string        `json:"terminal_rule,omitempty"`
+	Lockouts       []LockoutInfo `json:"lockouts"`
 }
 
 // LockoutInfo is one active model lockout.
@@ -98,6 +106,7 @@ func (e *Engine) Health() Health {
 		names = append(names, ps.id)
 	}
 	gate := e.settings.Load().ProviderCooldown.Enabled
+	terminal := e.terminalConnections()
 	for _, p := range names {
 		if _, done := h.Providers[p]; done {
 			continue
@@ -117,6 +126,7 @@ func (e *Engine) Health() Health {
 				ph.CoolingUntil = until
 			}
 		}
+		ph.TerminalConnections = terminal[p]
 		h.Providers[p] = ph
 	}
 	for _, st := range e.cooldowns.list("") {
@@ -152,6 +162,28 @@ func (e *Engine) ResetBreakers(ctx context.Context, provider string) ([]string, 
 	return names, nil
 }
 
+// ConnectionTestPassed records that a connection test of provider's
+// connection passed (the admin or test path calls it after a successful
+// test request): a DEGRADED breaker returns to CLOSED (a CLOSED failure
+// count is cleared; OPEN and HALF_OPEN keep their probe rule), and the
+// connection's non-terminal cooldown state is cleared as a success would.
+// A terminal state stays (ResetConnections clears it). Changes are
+// persisted.
+func (e *Engine) ConnectionTestPassed(ctx context.Context, provider, connection string) error {
+	ps := e.providerFor(provider, "")
+	var errs []error
+	if e.breakers.ConnectionTestPassed(provider) {
+		errs = append(errs, e.persistBreaker(ctx, ps))
+	}
+	if connection != "" && e.cooldowns.recordSuccess(provider, connection) {
+		errs = append(errs, e.persistConn(ctx, provider, connection))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("connection test: %w", err)
+	}
+	return nil
+}
+
 // Cooldowns lists the connections (of provider, or all when "") that hold
 // cooldown state, a terminal state or an active model lockout, sorted, with
 // their remaining cooldown and lockouts.
@@ -171,6 +203,9 @@ func (e *Engine) Cooldowns(provider string) []ConnectionStatus {
 			LastError:        st.LastError,
 			LastErrorType:    st.LastErrorType,
 			ErrorCode:        st.ErrorCode,
+			TerminalAt:       st.TerminalAt,
+			TerminalReason:   st.TerminalReason,
+			TerminalRule:     st.TerminalRule,
 			Lockouts:         []LockoutInfo{},
 		})
 	}

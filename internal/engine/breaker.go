@@ -31,6 +31,27 @@ const (
 	TransitionProbeSucceeded       = "probe_succeeded"
 	TransitionProbeFailed          = "probe_failed"
 	TransitionManualReset          = "manual_reset"
+	TransitionConnectionTest       = "connection_test_passed"
+)
+
+// FailureKind is the kind of a failure that trips a breaker; each kind has
+// its own OPEN cooldown (docs/resilience.md §1, amendments).
+type FailureKind string
+
+// The breaker failure kinds.
+const (
+	// KindNone marks an outcome that does not trip a breaker.
+	KindNone FailureKind = ""
+	// KindServerError is an upstream 500, 502, 503 or 504, or a status a
+	// provider rule declared provider-wide other than 408 and 429.
+	KindServerError FailureKind = "server_error"
+	// KindTimeout is an upstream 408.
+	KindTimeout FailureKind = "timeout"
+	// KindTransport is a failure below HTTP: connect, reset, TLS, DNS.
+	KindTransport FailureKind = "transport"
+	// KindRateLimit is a 429 a provider rule declared provider-wide (a
+	// 429 storm of the whole provider, scope "provider").
+	KindRateLimit FailureKind = "rate_limit"
 )
 
 // Breaker limits applied by BreakerConfig.Normalize.
@@ -41,9 +62,16 @@ const (
 	MaxBreakerReset            = 24 * time.Hour
 	// MaxBreakerTransitions is how many transitions a breaker remembers.
 	MaxBreakerTransitions = 20
-	// maxBreakerBackoff caps the reset timeout growth of repeated
-	// OPEN→probe→OPEN cycles.
-	maxBreakerBackoff = 16
+	// DefaultMaxBackoffMultiplier caps the reset timeout growth of
+	// repeated OPEN→probe→OPEN cycles (max_backoff_multiplier).
+	DefaultMaxBackoffMultiplier = 16
+	// DefaultDegradedExitSuccesses is how many consecutive successes end
+	// DEGRADED (degraded_exit_successes).
+	DefaultDegradedExitSuccesses = 3
+	// maxBreakerMultiplier bounds max_backoff_multiplier.
+	maxBreakerMultiplier = 1024
+	// maxDegradedExitSuccesses bounds degraded_exit_successes.
+	maxDegradedExitSuccesses = 1000
 )
 
 // BreakerConfig holds the thresholds of one provider's breaker. It is a
@@ -54,15 +82,52 @@ type BreakerConfig struct {
 	DegradationThreshold int
 	// FailureThreshold is the failure count that opens the breaker.
 	FailureThreshold int
-	// Reset is the base OPEN cooldown before a probe is allowed, and the
-	// quiet period after which failures are forgotten.
+	// Reset is the base OPEN cooldown before a probe is allowed, of every
+	// failure kind without its own cooldown in CooldownByKind.
 	Reset time.Duration
+	// CooldownByKind is the base OPEN cooldown per failure kind; a zero
+	// entry is Reset.
+	CooldownByKind KindCooldowns
+	// DegradedExitSuccesses is how many consecutive successes end
+	// DEGRADED; 0 means DefaultDegradedExitSuccesses.
+	DegradedExitSuccesses int
+	// MaxBackoffMultiplier caps the growth of the OPEN cooldown over
+	// repeated OPEN→probe→OPEN cycles; 0 means
+	// DefaultMaxBackoffMultiplier.
+	MaxBackoffMultiplier int
+}
+
+// KindCooldowns is the OPEN cooldown of each failure kind; a zero entry
+// means the breaker's Reset.
+type KindCooldowns struct {
+	ServerError, Timeout, Transport, RateLimit time.Duration
+}
+
+// cooldown is the base OPEN cooldown of kind k (Reset when the kind has
+// none, or for KindNone).
+func (c BreakerConfig) cooldown(k FailureKind) time.Duration {
+	var d time.Duration
+	switch k {
+	case KindServerError:
+		d = c.CooldownByKind.ServerError
+	case KindTimeout:
+		d = c.CooldownByKind.Timeout
+	case KindTransport:
+		d = c.CooldownByKind.Transport
+	case KindRateLimit:
+		d = c.CooldownByKind.RateLimit
+	}
+	if d <= 0 {
+		return c.Reset
+	}
+	return d
 }
 
 // DefaultBreakerConfig returns the normalised §1 defaults of a profile:
 // oauth 5/8/60 s, apikey 7/12/30 s, local open at 2 with the derived
-// degradation threshold clamped to 1, 15 s. An unknown profile gets the
-// apikey defaults.
+// degradation threshold clamped to 1, 15 s; every kind cools for the reset,
+// 3 consecutive successes end DEGRADED, the cycle multiplier stops at ×16.
+// An unknown profile gets the apikey defaults.
 func DefaultBreakerConfig(p Profile) BreakerConfig {
 	var c BreakerConfig
 	switch p {
@@ -88,11 +153,29 @@ func DerivedDegradationThreshold(failureThreshold int) int {
 }
 
 // Normalize clamps c to the §1 limits: FailureThreshold in 1..1000,
-// DegradationThreshold in 0..FailureThreshold-1 and Reset in 1 s..24 h.
+// DegradationThreshold in 0..FailureThreshold-1, Reset and every non-zero
+// kind cooldown in 1 s..24 h, DegradedExitSuccesses in 1..1000 and
+// MaxBackoffMultiplier in 1..1024 (0 takes the defaults, 3 and 16).
 func (c BreakerConfig) Normalize() BreakerConfig {
 	c.FailureThreshold = min(max(c.FailureThreshold, MinBreakerFailureThreshold), MaxBreakerFailureThreshold)
 	c.DegradationThreshold = min(max(c.DegradationThreshold, 0), c.FailureThreshold-1)
 	c.Reset = min(max(c.Reset, MinBreakerReset), MaxBreakerReset)
+	k := &c.CooldownByKind
+	for _, d := range []*time.Duration{&k.ServerError, &k.Timeout, &k.Transport, &k.RateLimit} {
+		if *d > 0 {
+			*d = min(max(*d, MinBreakerReset), MaxBreakerReset)
+		} else {
+			*d = 0
+		}
+	}
+	if c.DegradedExitSuccesses == 0 {
+		c.DegradedExitSuccesses = DefaultDegradedExitSuccesses
+	}
+	c.DegradedExitSuccesses = min(max(c.DegradedExitSuccesses, 1), maxDegradedExitSuccesses)
+	if c.MaxBackoffMultiplier == 0 {
+		c.MaxBackoffMultiplier = DefaultMaxBackoffMultiplier
+	}
+	c.MaxBackoffMultiplier = min(max(c.MaxBackoffMultiplier, 1), maxBreakerMultiplier)
 	return c
 }
 
@@ -114,6 +197,11 @@ type BreakerSnapshot struct {
 	// RetryAt is when an OPEN breaker moves to HALF_OPEN.
 	RetryAt       time.Time `json:"retry_at,omitzero"`
 	LastFailureAt time.Time `json:"last_failure_at,omitzero"`
+	// LastFailureKind is the kind of the last counted failure; it picks the
+	// OPEN cooldown and the DEGRADED quiet period.
+	LastFailureKind FailureKind `json:"last_failure_kind,omitempty"`
+	// Successes counts consecutive successes in DEGRADED.
+	Successes int `json:"successes,omitempty"`
 	// Cycles counts openings since the breaker last closed; it grows the
 	// reset timeout after the third.
 	Cycles int `json:"cycles,omitempty"`
@@ -134,34 +222,61 @@ func (s BreakerSnapshot) RetryAfter(now time.Time) time.Duration {
 	return s.RetryAt.Sub(now)
 }
 
-// TripsBreaker reports whether an outcome counts as a provider failure:
-// only a transport error or a status of 408, 500, 502, 503 or 504, and only
-// when the outcome was not classified as an account-level or local reason
-// and not narrowed to a model or connection scope. 401, 403, 429, client
-// aborts (499), local errors, concurrency-limited 429s and stream stalls
-// never trip.
-func TripsBreaker(o Outcome) bool {
+// TripsBreaker reports whether an outcome counts as a provider failure
+// (BreakerKind is not KindNone).
+func TripsBreaker(o Outcome) bool { return BreakerKind(o) != KindNone }
+
+// BreakerKind is the failure kind of an outcome, KindNone when it does not
+// trip the breaker. By default only a transport error (KindTransport) or a
+// status of 408 (KindTimeout), 500, 502, 503 or 504 (KindServerError)
+// trips, and only when the outcome was not classified as an account-level
+// or local reason and not narrowed to a model or connection scope: 401,
+// 403, 429, client aborts (499), local errors, concurrency-limited 429s,
+// stream stalls and empty answers never trip. A provider rule widens that:
+// a rule's explicit provider scope declares the failure provider-wide, so
+// whatever its status it trips (a 429 as KindRateLimit, a 408 as
+// KindTimeout, others as KindServerError), unless its reason is a local,
+// per-request one (bad request, not found, stall, empty answer).
+func BreakerKind(o Outcome) FailureKind {
 	if o.Success {
-		return false
+		return KindNone
+	}
+	if explicitScope(o) && o.Scope == ScopeProvider {
+		switch o.Reason {
+		case ReasonNone, ReasonClientAbort, ReasonLocalError, ReasonBadRequest, ReasonNotFound,
+			ReasonStreamStall, ReasonEmptyResponse, ReasonToolLimit:
+			return KindNone
+		}
+		switch {
+		case o.Transport:
+			return KindTransport
+		case o.Status == 429:
+			return KindRateLimit
+		case o.Status == 408:
+			return KindTimeout
+		}
+		return KindServerError
 	}
 	switch o.Reason {
 	case ReasonNone, ReasonTransient, ReasonServerError, ReasonNetworkError:
 	default:
-		return false
+		return KindNone
 	}
 	switch o.Scope {
 	case ScopeNone, ScopeProvider:
 	default:
-		return false
+		return KindNone
 	}
 	if o.Transport {
-		return true
+		return KindTransport
 	}
 	switch o.Status {
-	case 408, 500, 502, 503, 504:
-		return true
+	case 408:
+		return KindTimeout
+	case 500, 502, 503, 504:
+		return KindServerError
 	}
-	return false
+	return KindNone
 }
 
 // breakerChange is one queued OnChange notification.
@@ -180,6 +295,8 @@ type breaker struct {
 	openedAt      time.Time
 	retryAt       time.Time
 	lastFailureAt time.Time
+	lastKind      FailureKind
+	successes     int // consecutive successes in DEGRADED
 	probeAt       time.Time
 	cycles        int
 	transitions   []BreakerTransition
@@ -191,15 +308,18 @@ type breaker struct {
 // has passed is HALF_OPEN when read, with no background timer. Breakers is
 // goroutine-safe.
 //
-// Failure counting: a failure increments the count. The breaker enters
-// DEGRADED when the count reaches DegradationThreshold and OPEN when it
-// reaches FailureThreshold. A success in CLOSED or DEGRADED decrements the
-// count; DEGRADED returns to CLOSED once the count is below the degradation
-// threshold (the spec's "falls to the degraded threshold or below" read with
-// an exclusive bound, so that a count equal to the threshold, which enters
-// DEGRADED, does not also leave it: apikey 7 failures → DEGRADED, one success
-// → 6 → CLOSED). A quiet period of Reset with no new failure forgets the
-// count: DEGRADED returns to CLOSED and a CLOSED count drops to zero.
+// Failure counting: a failure increments the count and remembers its kind
+// (BreakerKind). The breaker enters DEGRADED when the count reaches
+// DegradationThreshold and OPEN when it reaches FailureThreshold; an OPEN
+// breaker refuses traffic for the cooldown of the last failure's kind
+// (CooldownByKind, else Reset) times the cycle multiplier. A success in
+// CLOSED or DEGRADED decrements the count. DEGRADED returns to CLOSED, with
+// the count cleared, after DegradedExitSuccesses consecutive successes
+// (apikey: 7 failures → DEGRADED, 3 successes in a row → CLOSED; a failure
+// in between restarts the run), after a passed connection test
+// (ConnectionTestPassed), or after a quiet period with no new failure equal
+// to the OPEN cooldown of the last failure's kind times the current cycle
+// multiplier (QuietPeriod); the same quiet period forgets a CLOSED count.
 type Breakers struct {
 	clock    Clock
 	mu       sync.RWMutex // guards byName and onChange
@@ -357,9 +477,10 @@ func (b *Breakers) names() []string {
 }
 
 // RecordSuccess records a successful attempt on provider. In CLOSED or
-// DEGRADED it decrements the failure count (DEGRADED → CLOSED below the
-// degradation threshold); in HALF_OPEN it closes the breaker and clears
-// every counter; in OPEN it is ignored. It reports whether the state
+// DEGRADED it decrements the failure count (DEGRADED → CLOSED, count
+// cleared, at the DegradedExitSuccesses-th consecutive success); in
+// HALF_OPEN it closes the breaker and clears every counter; in OPEN it is
+// ignored. It reports whether the state
 // changed (a lazy recovery on the way counts). The CLOSED path with no
 // failures does not allocate.
 func (b *Breakers) RecordSuccess(provider string) (changed bool) {
@@ -380,8 +501,13 @@ func (b *Breakers) RecordSuccess(provider string) (changed bool) {
 			br.failures--
 			change.dirty = true
 		}
-		if br.state == StateDegraded && br.failures < br.cfg.DegradationThreshold {
-			change.add(br.transition(StateClosed, TransitionRecovered, now))
+		if br.state == StateDegraded {
+			br.successes++
+			change.dirty = true
+			if br.successes >= br.cfg.DegradedExitSuccesses {
+				br.failures, br.successes = 0, 0
+				change.add(br.transition(StateClosed, TransitionRecovered, now))
+			}
 		}
 	case StateHalfOpen:
 		br.clear()
@@ -391,16 +517,18 @@ func (b *Breakers) RecordSuccess(provider string) (changed bool) {
 	return change.n > 0
 }
 
-// RecordFailure records a failed attempt on provider; outcomes for which
-// TripsBreaker is false are ignored. In CLOSED or DEGRADED the count grows
-// (DEGRADED at the degradation threshold, OPEN at the failure threshold with
-// RetryAt = now + reset); in HALF_OPEN the failed probe reopens the breaker,
-// and from the fourth opening since the breaker last closed the reset
-// timeout doubles per cycle, capped at ×16; in OPEN it is ignored, so further
-// failures never extend the cooldown. It reports whether the state changed
-// (a lazy recovery on the way counts).
+// RecordFailure records a failed attempt on provider; outcomes whose
+// BreakerKind is KindNone are ignored. In CLOSED or DEGRADED the count
+// grows and a DEGRADED success run restarts (DEGRADED at the degradation
+// threshold, OPEN at the failure threshold with RetryAt = now + the
+// kind's cooldown); in HALF_OPEN the failed probe reopens the breaker, and
+// from the fourth opening since the breaker last closed the cooldown
+// doubles per cycle, capped at MaxBackoffMultiplier; in OPEN it is
+// ignored, so further failures never extend the cooldown. It reports
+// whether the state changed (a lazy recovery on the way counts).
 func (b *Breakers) RecordFailure(provider string, o Outcome) (changed bool) {
-	if !TripsBreaker(o) {
+	kind := BreakerKind(o)
+	if kind == KindNone {
 		return false
 	}
 	br, fn := b.ensure(provider)
@@ -410,7 +538,7 @@ func (b *Breakers) RecordFailure(provider string, o Outcome) (changed bool) {
 	switch br.state {
 	case StateClosed, StateDegraded:
 		br.failures++
-		br.lastFailureAt = now
+		br.lastFailureAt, br.lastKind, br.successes = now, kind, 0
 		change.dirty = true
 		switch {
 		case br.failures >= br.cfg.FailureThreshold:
@@ -420,12 +548,39 @@ func (b *Breakers) RecordFailure(provider string, o Outcome) (changed bool) {
 			change.add(br.transition(StateDegraded, TransitionDegradationThreshold, now))
 		}
 	case StateHalfOpen:
-		br.lastFailureAt = now
+		br.lastFailureAt, br.lastKind = now, kind
 		br.open(now)
 		change.add(br.transition(StateOpen, TransitionProbeFailed, now))
 	}
 	br.finish(provider, change, fn)
 	return change.n > 0
+}
+
+// ConnectionTestPassed records a passed connection test of one of
+// provider's connections: a DEGRADED breaker returns to CLOSED and a
+// CLOSED failure count is cleared. OPEN and HALF_OPEN are left to the
+// probe rule (a test is not a routed request). It reports whether the
+// state changed.
+func (b *Breakers) ConnectionTestPassed(provider string) (changed bool) {
+	br, fn := b.lookup(provider)
+	if br == nil {
+		return false
+	}
+	br.mu.Lock()
+	now := b.clock.Now()
+	change := br.recover(now)
+	switch br.state {
+	case StateDegraded:
+		br.failures, br.successes = 0, 0
+		change.add(br.transition(StateClosed, TransitionConnectionTest, now))
+	case StateClosed:
+		if br.failures > 0 {
+			br.failures = 0
+			change.dirty = true
+		}
+	}
+	br.finish(provider, change, fn)
+	return change.n > 0 || change.dirty
 }
 
 // Reset closes provider's breaker and clears its counters; "" resets every
@@ -442,7 +597,7 @@ func (b *Breakers) Reset(provider string) []string {
 		br, fn := b.lookup(p)
 		br.mu.Lock()
 		var change breakerUpdate
-		change.dirty = br.failures != 0 || br.cycles != 0 || !br.probeAt.IsZero() ||
+		change.dirty = br.failures != 0 || br.cycles != 0 || br.successes != 0 || !br.probeAt.IsZero() ||
 			!br.lastFailureAt.IsZero() || !br.openedAt.IsZero() || !br.retryAt.IsZero()
 		br.clear()
 		if br.state != StateClosed {
@@ -469,6 +624,7 @@ func (b *Breakers) Restore(provider string, s BreakerSnapshot) {
 	}
 	br.failures = max(s.FailureCount, 0)
 	br.openedAt, br.retryAt, br.lastFailureAt = s.OpenedAt, s.RetryAt, s.LastFailureAt
+	br.lastKind, br.successes = s.LastFailureKind, max(s.Successes, 0)
 	br.cycles = max(s.Cycles, 0)
 	br.probeAt = time.Time{}
 	tr := s.Transitions
@@ -496,11 +652,11 @@ func (u *breakerUpdate) add(t *BreakerTransition) {
 }
 
 // recover applies lazy recovery at now: an expired OPEN becomes HALF_OPEN,
-// a quiet period forgets failures, and an unreported probe claim older than
-// Reset is freed. Must hold br.mu.
+// a quiet period (quietPeriod) forgets failures, and an unreported probe
+// claim older than Reset is freed. Must hold br.mu.
 func (br *breaker) recover(now time.Time) breakerUpdate {
 	var u breakerUpdate
-	quiet := !br.lastFailureAt.IsZero() && now.Sub(br.lastFailureAt) >= br.cfg.Reset
+	quiet := !br.lastFailureAt.IsZero() && now.Sub(br.lastFailureAt) >= br.quietPeriod()
 	switch br.state {
 	case StateOpen:
 		if !now.Before(br.retryAt) {
@@ -514,7 +670,7 @@ func (br *breaker) recover(now time.Time) breakerUpdate {
 		}
 	case StateDegraded:
 		if quiet {
-			br.failures = 0
+			br.failures, br.successes = 0, 0
 			u.add(br.transition(StateClosed, TransitionQuietPeriod, now))
 			u.dirty = true
 		}
@@ -528,30 +684,42 @@ func (br *breaker) recover(now time.Time) breakerUpdate {
 }
 
 // open moves the breaker to OPEN at now (the caller records the
-// transition). Must hold br.mu.
+// transition): it stays OPEN for the cooldown of the last failure's kind
+// times the multiplier of this cycle. Must hold br.mu.
 func (br *breaker) open(now time.Time) {
 	br.cycles++
+	br.successes = 0
 	br.openedAt = now
-	br.retryAt = now.Add(br.cfg.Reset * time.Duration(breakerBackoff(br.cycles)))
+	br.retryAt = now.Add(br.cfg.cooldown(br.lastKind) * time.Duration(breakerBackoff(br.cycles, br.cfg.MaxBackoffMultiplier)))
 	br.probeAt = time.Time{}
 }
 
-// breakerBackoff is the reset timeout multiplier of the n-th opening since
-// the breaker last closed: ×1 for 1..3, then ×2 per cycle, capped at ×16.
-func breakerBackoff(cycles int) int {
+// quietPeriod is how long a breaker must see no failure for DEGRADED to
+// end and a CLOSED count to be forgotten: the OPEN cooldown of the last
+// failure's kind times the current cycle multiplier (×1 before the fourth
+// opening). Must hold br.mu.
+func (br *breaker) quietPeriod() time.Duration {
+	return br.cfg.cooldown(br.lastKind) * time.Duration(breakerBackoff(br.cycles, br.cfg.MaxBackoffMultiplier))
+}
+
+// breakerBackoff is the cooldown multiplier of the n-th opening since the
+// breaker last closed: ×1 for 0..3, then ×2 per cycle, capped at limit
+// (max_backoff_multiplier, at least 1).
+func breakerBackoff(cycles, limit int) int {
+	limit = max(limit, 1)
 	if cycles <= 3 {
 		return 1
 	}
-	if cycles >= 7 {
-		return maxBreakerBackoff
+	if cycles-3 >= 30 {
+		return limit
 	}
-	return 1 << (cycles - 3)
+	return min(1<<(cycles-3), limit)
 }
 
 // clear resets every counter (not the state or the history). Must hold
 // br.mu.
 func (br *breaker) clear() {
-	br.failures, br.cycles = 0, 0
+	br.failures, br.cycles, br.successes, br.lastKind = 0, 0, 0, KindNone
 	br.openedAt, br.retryAt, br.lastFailureAt, br.probeAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 }
 
@@ -570,14 +738,16 @@ func (br *breaker) transition(to BreakerState, reason string, now time.Time) *Br
 // snapshot copies the breaker's state. Must hold br.mu.
 func (br *breaker) snapshot() BreakerSnapshot {
 	return BreakerSnapshot{
-		State:         br.state,
-		FailureCount:  br.failures,
-		OpenedAt:      br.openedAt,
-		RetryAt:       br.retryAt,
-		LastFailureAt: br.lastFailureAt,
-		Cycles:        br.cycles,
-		ProbeAt:       br.probeAt,
-		Transitions:   slices.Clone(br.transitions),
+		State:           br.state,
+		FailureCount:    br.failures,
+		OpenedAt:        br.openedAt,
+		RetryAt:         br.retryAt,
+		LastFailureAt:   br.lastFailureAt,
+		LastFailureKind: br.lastKind,
+		Successes:       br.successes,
+		Cycles:          br.cycles,
+		ProbeAt:         br.probeAt,
+		Transitions:     slices.Clone(br.transitions),
 	}
 }
 

@@ -32,11 +32,11 @@ func TestDefaultBreakerConfig(t *testing.T) {
 		profile Profile
 		want    BreakerConfig
 	}{
-		{ProfileOAuth, BreakerConfig{DegradationThreshold: 5, FailureThreshold: 8, Reset: 60 * time.Second}},
-		{ProfileAPIKey, BreakerConfig{DegradationThreshold: 7, FailureThreshold: 12, Reset: 30 * time.Second}},
+		{ProfileOAuth, bc(5, 8, 60*time.Second)},
+		{ProfileAPIKey, bc(7, 12, 30*time.Second)},
 		// derived ceil(60% of 2) = 2 is clamped to open-1 = 1.
-		{ProfileLocal, BreakerConfig{DegradationThreshold: 1, FailureThreshold: 2, Reset: 15 * time.Second}},
-		{Profile("other"), BreakerConfig{DegradationThreshold: 7, FailureThreshold: 12, Reset: 30 * time.Second}},
+		{ProfileLocal, bc(1, 2, 15*time.Second)},
+		{Profile("other"), bc(7, 12, 30*time.Second)},
 	}
 	for _, tt := range tests {
 		if got := DefaultBreakerConfig(tt.profile); got != tt.want {
@@ -53,17 +53,35 @@ func TestDerivedDegradationThreshold(t *testing.T) {
 	}
 }
 
+// bc is a BreakerConfig with the default exit run (3) and multiplier cap
+// (16), as Normalize fills them in.
+func bc(degraded, open int, reset time.Duration) BreakerConfig {
+	return BreakerConfig{DegradationThreshold: degraded, FailureThreshold: open, Reset: reset,
+		DegradedExitSuccesses: 3, MaxBackoffMultiplier: 16}
+}
+
 func TestBreakerConfigNormalize(t *testing.T) {
+	raw := func(degraded, open int, reset time.Duration) BreakerConfig {
+		return BreakerConfig{DegradationThreshold: degraded, FailureThreshold: open, Reset: reset}
+	}
 	tests := []struct {
 		in, want BreakerConfig
 	}{
-		{BreakerConfig{7, 12, 30 * time.Second}, BreakerConfig{7, 12, 30 * time.Second}},
-		{BreakerConfig{0, 0, 0}, BreakerConfig{0, 1, time.Second}},
-		{BreakerConfig{2, 2, 15 * time.Second}, BreakerConfig{1, 2, 15 * time.Second}},
-		{BreakerConfig{12, 12, time.Minute}, BreakerConfig{11, 12, time.Minute}},
-		{BreakerConfig{-3, 5, 500 * time.Millisecond}, BreakerConfig{0, 5, time.Second}},
-		{BreakerConfig{5000, 5000, 48 * time.Hour}, BreakerConfig{999, 1000, 24 * time.Hour}},
-		{BreakerConfig{3, -1, -time.Second}, BreakerConfig{0, 1, time.Second}},
+		{raw(7, 12, 30*time.Second), bc(7, 12, 30*time.Second)},
+		{raw(0, 0, 0), bc(0, 1, time.Second)},
+		{raw(2, 2, 15*time.Second), bc(1, 2, 15*time.Second)},
+		{raw(12, 12, time.Minute), bc(11, 12, time.Minute)},
+		{raw(-3, 5, 500*time.Millisecond), bc(0, 5, time.Second)},
+		{raw(5000, 5000, 48*time.Hour), bc(999, 1000, 24*time.Hour)},
+		{raw(3, -1, -time.Second), bc(0, 1, time.Second)},
+		// Kind cooldowns: 0 stays (= reset), others clamp to 1 s..24 h;
+		// the exit run and the multiplier clamp to 1..1000 and 1..1024.
+		{BreakerConfig{FailureThreshold: 2, Reset: time.Second,
+			CooldownByKind:        KindCooldowns{ServerError: time.Millisecond, Timeout: 48 * time.Hour, Transport: -time.Second},
+			DegradedExitSuccesses: 5000, MaxBackoffMultiplier: -4},
+			BreakerConfig{DegradationThreshold: 0, FailureThreshold: 2, Reset: time.Second,
+				CooldownByKind:        KindCooldowns{ServerError: time.Second, Timeout: 24 * time.Hour},
+				DegradedExitSuccesses: 1000, MaxBackoffMultiplier: 1}},
 	}
 	for _, tt := range tests {
 		if got := tt.in.Normalize(); got != tt.want {
@@ -134,38 +152,57 @@ func TestBreakerThresholdsPerProfile(t *testing.T) {
 	}
 }
 
-func TestBreakerDegradedExitBelowThreshold(t *testing.T) {
+// DEGRADED ends after degraded_exit_successes (3) consecutive successes,
+// not at the first success (docs/resilience.md §1, amendments).
+func TestBreakerDegradedExitAfterThreeSuccesses(t *testing.T) {
 	b, _ := newTestBreakers(t)
 	b.Configure("p", DefaultBreakerConfig(ProfileAPIKey))
 	failN(b, "p", 7)
 	if s := b.Peek("p"); s.State != StateDegraded {
 		t.Fatalf("7 failures: %s, want DEGRADED", s.State)
 	}
+	for i, want := range []int{6, 5} {
+		b.RecordSuccess("p")
+		if s := b.Peek("p"); s.State != StateDegraded || s.FailureCount != want || s.Successes != i+1 {
+			t.Fatalf("success %d: %s count %d run %d, want DEGRADED %d run %d", i+1, s.State, s.FailureCount, s.Successes, want, i+1)
+		}
+	}
+	// A failure in between restarts the run.
+	failN(b, "p", 1) // count 6
+	b.RecordSuccess("p")
+	b.RecordSuccess("p")
+	if s := b.Peek("p"); s.State != StateDegraded || s.Successes != 2 {
+		t.Fatalf("failure then 2 successes: %s run %d, want DEGRADED run 2", s.State, s.Successes)
+	}
 	if !b.RecordSuccess("p") {
-		t.Error("RecordSuccess changed = false, want true")
+		t.Error("third success in a row: changed = false")
 	}
-	if s := b.Peek("p"); s.State != StateClosed || s.FailureCount != 6 {
-		t.Fatalf("7 failures + 1 success: %s count %d, want CLOSED 6", s.State, s.FailureCount)
+	s := b.Peek("p")
+	if s.State != StateClosed || s.FailureCount != 0 || s.Successes != 0 {
+		t.Fatalf("3 successes in a row: %s count %d run %d, want CLOSED 0 0", s.State, s.FailureCount, s.Successes)
 	}
-
-	failN(b, "p", 3) // 9
-	b.RecordSuccess("p")
-	if s := b.Peek("p"); s.State != StateDegraded || s.FailureCount != 8 {
-		t.Fatalf("9 failures + 1 success: %s count %d, want DEGRADED 8", s.State, s.FailureCount)
+	if last := s.Transitions[len(s.Transitions)-1]; last.Reason != TransitionRecovered {
+		t.Errorf("transition reason %q, want %q", last.Reason, TransitionRecovered)
 	}
-	b.RecordSuccess("p")
-	if s := b.Peek("p"); s.State != StateDegraded || s.FailureCount != 7 {
-		t.Fatalf("count 7: %s, want DEGRADED", s.State)
-	}
-	b.RecordSuccess("p")
-	if s := b.Peek("p"); s.State != StateClosed || s.FailureCount != 6 {
-		t.Fatalf("count 6: %s %d, want CLOSED 6", s.State, s.FailureCount)
-	}
+	// In CLOSED a success still decrements and never goes negative.
+	failN(b, "p", 3)
 	for range 10 {
 		b.RecordSuccess("p")
 	}
-	if s := b.Peek("p"); s.FailureCount != 0 {
-		t.Errorf("count after many successes = %d, want 0 (never negative)", s.FailureCount)
+	if s := b.Peek("p"); s.State != StateClosed || s.FailureCount != 0 {
+		t.Errorf("CLOSED count after many successes = %s %d, want CLOSED 0", s.State, s.FailureCount)
+	}
+
+	// degraded_exit_successes is a setting: 5.
+	cfg := DefaultBreakerConfig(ProfileAPIKey)
+	cfg.DegradedExitSuccesses = 5
+	b.Configure("q", cfg)
+	failN(b, "q", 7)
+	for i := 1; i <= 5; i++ {
+		b.RecordSuccess("q")
+		if st := b.Peek("q").State; (i < 5 && st != StateDegraded) || (i == 5 && st != StateClosed) {
+			t.Fatalf("exit run 5, success %d: %s", i, st)
+		}
 	}
 }
 
@@ -347,8 +384,8 @@ func TestBreakerProbeFailureBackoff(t *testing.T) {
 			}
 		})
 	}
-	if got := breakerBackoff(1 << 20); got != 16 {
-		t.Errorf("breakerBackoff(huge) = %d, want 16", got)
+	if got := breakerBackoff(1<<20, 16); got != 16 {
+		t.Errorf("breakerBackoff(huge, 16) = %d, want 16", got)
 	}
 }
 

@@ -72,6 +72,12 @@ type connState struct {
 	Rejections []time.Time `json:"rejections,omitempty"`
 	// ExpiredRetries counts auth-expired failures since the last success.
 	ExpiredRetries int `json:"expired_retries,omitempty"`
+	// TerminalAt, TerminalReason and TerminalRule say when a terminal
+	// state was entered, for which reason and by which rule (LastError
+	// keeps the upstream's message).
+	TerminalAt     time.Time `json:"terminal_at,omitzero"`
+	TerminalReason string    `json:"terminal_reason,omitempty"`
+	TerminalRule   string    `json:"terminal_rule,omitempty"`
 }
 
 // equal reports whether a and b hold the same state.
@@ -81,7 +87,8 @@ func (s *connState) equal(o *connState) bool {
 		s.LastError == o.LastError && s.LastErrorType == o.LastErrorType &&
 		s.ErrorCode == o.ErrorCode && s.BackoffLevel == o.BackoffLevel &&
 		slices.EqualFunc(s.Rejections, o.Rejections, time.Time.Equal) &&
-		s.ExpiredRetries == o.ExpiredRetries
+		s.ExpiredRetries == o.ExpiredRetries && s.TerminalAt.Equal(o.TerminalAt) &&
+		s.TerminalReason == o.TerminalReason && s.TerminalRule == o.TerminalRule
 }
 
 // clone returns a deep copy of s.
@@ -104,9 +111,11 @@ func (s *connState) status(now time.Time) TestStatus {
 }
 
 // cooldownPolicy is what one connection's cooldown depends on besides the
-// outcome: its profile's backoff, its provider's hint switch, its own
-// disable_cooling flag and the stream_stall_cooldown setting.
+// outcome: its profile and the profile's backoff, its provider's hint
+// switch, its own disable_cooling flag and the stream_stall_cooldown
+// setting.
 type cooldownPolicy struct {
+	profile        Profile
 	base           time.Duration
 	maxLevel       int
 	useHints       bool
@@ -128,7 +137,8 @@ type cooldownEffect struct {
 // the scope decides: a model-scoped outcome is the lockout layer's, a
 // provider-scoped one the breaker's, a connection-scoped one is ours; an
 // unscoped outcome is ours when its reason is account-level (not a
-// transient, server or network error, a 404 or a 400).
+// transient, server or network error, a 404, a 400, an empty answer or a
+// tool-count refusal).
 func affectsConnection(o Outcome) bool {
 	if o.Success {
 		return false
@@ -146,19 +156,22 @@ func affectsConnection(o Outcome) bool {
 		return true
 	}
 	switch o.Reason {
-	case ReasonTransient, ReasonServerError, ReasonNetworkError, ReasonNotFound, ReasonBadRequest:
+	case ReasonTransient, ReasonServerError, ReasonNetworkError, ReasonNotFound, ReasonBadRequest,
+		ReasonEmptyResponse, ReasonToolLimit:
 		return false
 	}
 	return true
 }
 
-// isExpiredFailure reports whether o is an auth-expired failure: reason
-// expired, or an auth error that is a 401 or that the classifier marked
-// permanent (an expired or revoked credential), so that it heals through
-// ExpiredRetryMax retries or ends expired. A recoverable 403 auth error
-// (apikey entitlement) only backs off.
-func isExpiredFailure(o Outcome) bool {
-	return o.Reason == ReasonExpired || (o.Reason == ReasonAuthError && (o.Status == 401 || o.Permanent))
+// isExpiringAuthFailure reports whether o, on a connection of profile p,
+// is an auth failure that may mean an expired credential and so heals
+// through ExpiredRetryMax retries or ends expired: a 401 auth error of an
+// oauth connection (its token may have lapsed while a refresh is pending).
+// An apikey or local 401, and any 403, is a plain auth error that only
+// backs off: an API key does not expire on its own, and a key that was
+// revoked says so in its body (reason expired, which is terminal at once).
+func isExpiringAuthFailure(o Outcome, p Profile) bool {
+	return p == ProfileOAuth && o.Reason == ReasonAuthError && o.Status == 401
 }
 
 // nextConnState applies one failure at now to the connection state st and
@@ -170,10 +183,14 @@ func isExpiredFailure(o Outcome) bool {
 //     records only;
 //   - banned → banned; credits exhausted → credits_exhausted, unless a rule
 //     gave it a cooldown (a self-healing window such as OpenRouter's 402);
+//     expired (the body said the credential was revoked or expired) →
+//     expired; each records when and why (TerminalAt, TerminalReason,
+//     TerminalRule);
 //   - a request rejection cools; the RejectionsToBan-th consecutive one
 //     within RejectionWindow bans;
-//   - an auth-expired failure cools with backoff ExpiredRetryMax times; the
-//     next one marks the connection expired;
+//   - an oauth 401 cools with backoff ExpiredRetryMax times; the next one
+//     marks the connection expired (isExpiringAuthFailure); any other auth
+//     error, an apikey 401 included, only backs off;
 //   - concurrency_limited cools for a flat ConcurrencyLimitedCooldown (or
 //     the upstream hint), backoff level unchanged;
 //   - a stream stall cools only with stream_stall_cooldown enabled;
@@ -195,9 +212,11 @@ func nextConnState(st connState, o Outcome, pol cooldownPolicy, now time.Time) (
 	cooling := st.RateLimitedUntil.After(now)
 	switch {
 	case o.Reason == ReasonBanned:
-		return st.terminate(TestStatusBanned)
+		return st.terminate(TestStatusBanned, o, now)
 	case o.Reason == ReasonCreditsExhausted && o.CooldownHint <= 0:
-		return st.terminate(TestStatusCreditsExhausted)
+		return st.terminate(TestStatusCreditsExhausted, o, now)
+	case o.Reason == ReasonExpired:
+		return st.terminate(TestStatusExpired, o, now)
 	case o.Reason == ReasonStreamStall && !pol.stallCooldown:
 		return st, cooldownEffect{}
 	case o.Reason == ReasonRequestRejected && !cooling:
@@ -205,11 +224,11 @@ func nextConnState(st connState, o Outcome, pol cooldownPolicy, now time.Time) (
 		streak := slices.DeleteFunc(slices.Clone(st.Rejections), func(t time.Time) bool { return !t.After(cut) })
 		st.Rejections = append(streak, now)
 		if len(st.Rejections) >= RejectionsToBan {
-			return st.terminate(TestStatusBanned)
+			return st.terminate(TestStatusBanned, o, now)
 		}
-	case isExpiredFailure(o) && !cooling:
+	case isExpiringAuthFailure(o, pol.profile) && !cooling:
 		if st.ExpiredRetries >= ExpiredRetryMax {
-			return st.terminate(TestStatusExpired)
+			return st.terminate(TestStatusExpired, o, now)
 		}
 		st.ExpiredRetries++
 	case o.Reason == ReasonConcurrencyLimited:
@@ -251,10 +270,12 @@ func (st connState) arm(now time.Time, d time.Duration, level int) (connState, c
 	return st, cooldownEffect{cooled: d}
 }
 
-// terminate moves the connection to terminal state ts.
-func (st connState) terminate(ts TestStatus) (connState, cooldownEffect) {
+// terminate moves the connection to terminal state ts at now, because of
+// failure o.
+func (st connState) terminate(ts TestStatus, o Outcome, now time.Time) (connState, cooldownEffect) {
 	st.TestStatus = ts
 	st.RateLimitedUntil = time.Time{}
+	st.TerminalAt, st.TerminalReason, st.TerminalRule = now, string(o.Reason), o.RuleID
 	return st, cooldownEffect{terminal: ts}
 }
 
@@ -341,6 +362,16 @@ func (c *cooldowns) check(provider, connection string, now time.Time) (Exclusion
 		return Exclusion{Reason: ExclusionConnectionCooldown, Until: st.RateLimitedUntil, Detail: st.LastErrorType}, true
 	}
 	return Exclusion{}, false
+}
+
+// coolingFrom reports whether the connection is cooling at now from a
+// failure with reason and status: the anti-herd burst of that failure. It
+// takes a read lock and allocates nothing.
+func (c *cooldowns) coolingFrom(provider, connection string, reason Reason, status int, now time.Time) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	st, ok := c.m[connKey{provider, connection}]
+	return ok && st.RateLimitedUntil.After(now) && st.LastErrorType == string(reason) && st.ErrorCode == status
 }
 
 // get returns a copy of the connection's state.

@@ -10,6 +10,7 @@ import (
 func policyFor(p Profile) cooldownPolicy {
 	cs := DefaultSettings().ConnectionCooldown.For(p)
 	return cooldownPolicy{
+		profile:  p,
 		base:     time.Duration(cs.BaseMS) * time.Millisecond,
 		maxLevel: cs.MaxBackoffLevel,
 		useHints: p == ProfileAPIKey,
@@ -333,29 +334,30 @@ func TestCooldownRequestRejectedStreak(t *testing.T) {
 	})
 }
 
-func TestCooldownExpiredRetries(t *testing.T) {
-	for _, o := range []Outcome{
-		{Provider: "p", Connection: "c", Status: 401, Reason: ReasonAuthError, Scope: ScopeConnection, Retryable: true},
-		{Provider: "p", Connection: "c", Status: 401, Reason: ReasonExpired, Scope: ScopeConnection, Permanent: true},
-	} {
-		t.Run(string(o.Reason), func(t *testing.T) {
-			ct := newCoolTracker(t, ProfileOAuth)
-			for i, want := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second} {
-				eff := ct.fail(o)
-				if eff.terminal != "" || eff.cooled != want {
-					t.Fatalf("retry %d: %+v, want a %v cooldown", i+1, eff, want)
-				}
-				ct.fail(o) // a concurrent duplicate is not another retry
-				ct.waitOut()
-			}
-			if eff := ct.fail(o); eff.terminal != TestStatusExpired {
-				t.Fatalf("after %d retries: %+v, want expired", ExpiredRetryMax, eff)
-			}
-		})
+// An oauth 401 heals through expired_retry_max (3) cooled retries (5 s,
+// 10 s, 20 s) and the 4th makes the connection expired.
+func TestCooldownOAuthExpiredAfterThreeRetries(t *testing.T) {
+	o := Outcome{Provider: "p", Connection: "c", Status: 401, Reason: ReasonAuthError, Scope: ScopeConnection, Retryable: true}
+	ct := newCoolTracker(t, ProfileOAuth)
+	for i, want := range []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second} {
+		eff := ct.fail(o)
+		if eff.terminal != "" || eff.cooled != want {
+			t.Fatalf("retry %d: %+v, want a %v cooldown", i+1, eff, want)
+		}
+		ct.fail(o) // a concurrent duplicate is not another retry
+		ct.waitOut()
 	}
+	now := ct.clock.Now()
+	if eff := ct.fail(o); eff.terminal != TestStatusExpired {
+		t.Fatalf("after %d retries: %+v, want expired", ExpiredRetryMax, eff)
+	}
+	st := ct.state()
+	if !st.TerminalAt.Equal(now) || st.TerminalReason != string(ReasonAuthError) {
+		t.Errorf("terminal record: at %v reason %q, want %v auth_error", st.TerminalAt, st.TerminalReason, now)
+	}
+
 	t.Run("success resets the retries", func(t *testing.T) {
 		ct := newCoolTracker(t, ProfileOAuth)
-		o := Outcome{Provider: "p", Connection: "c", Status: 401, Reason: ReasonAuthError, Scope: ScopeConnection}
 		for range 3 {
 			ct.fail(o)
 			ct.waitOut()
@@ -365,16 +367,51 @@ func TestCooldownExpiredRetries(t *testing.T) {
 			t.Fatal("retries survived a success")
 		}
 	})
+}
+
+// An apikey 401 is auth_error with the normal ladder (3 s doubling to the
+// level-5 cap of 96 s) and never terminal, however many times it repeats.
+func TestCooldownAPIKey401NeverExpires(t *testing.T) {
+	ct := newCoolTracker(t, ProfileAPIKey)
+	o := Outcome{Provider: "p", Connection: "c", Status: 401, Reason: ReasonAuthError, Scope: ScopeConnection, Retryable: true}
+	for i, secs := range []time.Duration{3, 6, 12, 24, 48, 96, 96, 96, 96, 96} {
+		eff := ct.fail(o)
+		if eff.terminal != "" || eff.cooled != secs*time.Second {
+			t.Fatalf("401 %d: %+v, want a %v cooldown", i+1, eff, secs*time.Second)
+		}
+		ct.waitOut()
+	}
+	if st := ct.state(); st.TestStatus.Terminal() || st.ExpiredRetries != 0 {
+		t.Fatalf("state after ten 401s: %+v", st)
+	}
 	t.Run("recoverable 403 never expires", func(t *testing.T) {
-		ct := newCoolTracker(t, ProfileAPIKey)
-		o := Outcome{Provider: "p", Connection: "c", Status: 403, Reason: ReasonAuthError, Scope: ScopeConnection, Retryable: true}
-		for i := range 10 {
-			if eff := ct.fail(o); eff.terminal != "" {
-				t.Fatalf("403 %d became terminal", i+1)
+		for _, p := range []Profile{ProfileAPIKey, ProfileOAuth} {
+			ct := newCoolTracker(t, p)
+			o := Outcome{Provider: "p", Connection: "c", Status: 403, Reason: ReasonAuthError, Scope: ScopeConnection, Retryable: true}
+			for i := range 10 {
+				if eff := ct.fail(o); eff.terminal != "" {
+					t.Fatalf("%s 403 %d became terminal", p, i+1)
+				}
+				ct.waitOut()
 			}
-			ct.waitOut()
 		}
 	})
+}
+
+// A body that says the key was revoked or expired (reason expired, from
+// the Rego catalogue) makes any connection expired at once.
+func TestCooldownRevokedKeyExpiresAtOnce(t *testing.T) {
+	for _, p := range []Profile{ProfileAPIKey, ProfileOAuth, ProfileLocal} {
+		ct := newCoolTracker(t, p)
+		o := Outcome{Provider: "p", Connection: "c", Status: 401, Reason: ReasonExpired, Scope: ScopeConnection,
+			Retryable: true, Permanent: true, RuleID: "auth.key_revoked", RuleSource: "builtin"}
+		if eff := ct.fail(o); eff.terminal != TestStatusExpired {
+			t.Fatalf("%s: %+v, want expired", p, eff)
+		}
+		if st := ct.state(); st.TerminalRule != "auth.key_revoked" || st.TerminalReason != "expired" {
+			t.Errorf("%s: terminal record %+v", p, st)
+		}
+	}
 }
 
 func TestCooldownDisableCooling(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,11 @@ type Options struct {
 	Providers []ProviderSpec
 	// Classifier defaults to DefaultClassifier.
 	Classifier Classifier
+	// ValidateTarget, when set, judges each emergency_fallback target
+	// ("provider/model") instead of the default check against Providers
+	// (a configured provider that lists the model, or lists no models).
+	// It returns an error naming what is wrong.
+	ValidateTarget func(target string) error
 }
 
 // providerState is the engine's view of one provider.
@@ -91,6 +97,11 @@ type providerState struct {
 	families       quotaFamilies
 	connections    []string // configured connection ids
 	disableCooling map[string]bool
+	// maxWait holds the connections' rate_limit_overrides.max_wait_ms
+	// (ConnectionSpec.MaxWait), where set.
+	maxWait map[string]time.Duration
+	// models are the models the provider serves (ProviderSpec.Models).
+	models []string
 	// egressBucketed marks a provider whose quota is per egress address
 	// (docs/resilience.md §12; see egress.go).
 	egressBucketed bool
@@ -118,6 +129,9 @@ type Engine struct {
 	cooldowns *cooldowns
 	lockouts  *lockouts
 	egress    egressBook
+	tools     *toolLimits
+
+	validateTarget func(string) error
 
 	providers map[string]*providerState // configured; immutable after New
 	order     []string                  // configured provider ids, in order
@@ -136,8 +150,11 @@ type Engine struct {
 }
 
 // New builds an engine and loads the persisted breakers, window gate,
-// cooldowns, lockouts and settings patch from o.Store. A persisted patch
-// that no longer applies, and unreadable entries, are logged and skipped.
+// cooldowns, lockouts, tool limits and settings patch from o.Store, then
+// starts clean every connection whose credential changed
+// (SyncCredentials). A persisted patch that no longer applies, and
+// unreadable entries, are logged and skipped; emergency fallback targets
+// of the base settings must pass the target validator.
 func New(ctx context.Context, o Options) (*Engine, error) {
 	if o.Store == nil {
 		return nil, errors.New("engine: a Store is required")
@@ -149,6 +166,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		classifier: o.Classifier,
 		cooldowns:  newCooldowns(),
 		lockouts:   newLockouts(),
+		tools:      newToolLimits(),
 		providers:  make(map[string]*providerState, len(o.Providers)),
 		extra:      make(map[string]*providerState),
 	}
@@ -188,12 +206,17 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 			useHints:       spec.UseUpstreamRetryHints,
 			families:       fams,
 			disableCooling: make(map[string]bool),
+			maxWait:        make(map[string]time.Duration),
+			models:         spec.Models,
 			egressBucketed: spec.EgressBucketed,
 		}
 		for _, c := range spec.Connections {
 			ps.connections = append(ps.connections, c.ID)
 			if c.DisableCooling {
 				ps.disableCooling[c.ID] = true
+			}
+			if c.MaxWait > 0 {
+				ps.maxWait[c.ID] = c.MaxWait
 			}
 		}
 		e.providers[spec.ID] = ps
@@ -203,6 +226,13 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	e.observer.Store(&Observer{})
 	e.breakers = NewBreakers(e.clock)
 	e.gate = NewWindowGate(e.clock)
+	e.validateTarget = o.ValidateTarget
+	if e.validateTarget == nil {
+		e.validateTarget = e.knownTarget
+	}
+	if err := e.checkTargets(e.base); err != nil {
+		return nil, fmt.Errorf("engine: base settings: %w", err)
+	}
 
 	s, err := e.loadSettings(ctx)
 	if err != nil {
@@ -214,6 +244,12 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 	if err := e.loadState(ctx); err != nil {
 		return nil, err
+	}
+	if err := e.loadToolLimits(ctx); err != nil {
+		return nil, err
+	}
+	if _, err := e.SyncCredentials(ctx, o.Providers); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	e.breakers.OnChange(e.onBreakerChange)
 	e.gate.OnChange(e.onGateChange)
@@ -234,7 +270,7 @@ func (e *Engine) loadSettings(ctx context.Context) (Settings, error) {
 		var s Settings
 		if s, err = ApplyPatch(e.base, raw); err == nil {
 			e.patch = patch
-			return s, nil
+			return e.dropUnknownTargets(s), nil
 		}
 	}
 	e.log.Warn("ignoring persisted resilience settings patch", "key", SettingsKey, "error", err)
@@ -315,17 +351,30 @@ func (e *Engine) loadState(ctx context.Context) error {
 // configureProvider applies settings s to provider ps's breaker and window
 // gate.
 func (e *Engine) configureProvider(ps *providerState, s *Settings) {
-	bs := s.CircuitBreaker.For(ps.profile)
+	e.breakers.Configure(ps.id, breakerConfig(s.CircuitBreaker.For(ps.profile)))
+	e.gate.Configure(ps.id, s.ProviderCooldown.For(ps.profile).config())
+}
+
+// breakerConfig is the BreakerConfig of one profile's settings.
+func breakerConfig(bs BreakerSettings) BreakerConfig {
+	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 	cfg := BreakerConfig{
 		DegradationThreshold: bs.DegradationThreshold,
 		FailureThreshold:     bs.FailureThreshold,
-		Reset:                time.Duration(bs.ResetMS) * time.Millisecond,
+		Reset:                ms(bs.ResetMS),
+		CooldownByKind: KindCooldowns{
+			ServerError: ms(bs.CooldownByKind.ServerErrorMS),
+			Timeout:     ms(bs.CooldownByKind.TimeoutMS),
+			Transport:   ms(bs.CooldownByKind.TransportMS),
+			RateLimit:   ms(bs.CooldownByKind.RateLimitMS),
+		},
+		DegradedExitSuccesses: bs.DegradedExitSuccesses,
+		MaxBackoffMultiplier:  bs.MaxBackoffMultiplier,
 	}
 	if cfg.DegradationThreshold == 0 {
 		cfg.DegradationThreshold = DerivedDegradationThreshold(cfg.FailureThreshold)
 	}
-	e.breakers.Configure(ps.id, cfg)
-	e.gate.Configure(ps.id, DefaultWindowGateConfig(ps.profile))
+	return cfg
 }
 
 // lookupProvider returns the state of provider, nil when it was never
@@ -492,7 +541,7 @@ func (e *Engine) RecordSuccess(provider, connection, model string) {
 	ps := e.lookupProvider(provider)
 	s := e.settings.Load()
 	if s.ProviderCooldown.Enabled {
-		e.gate.RecordConnectionSuccess(provider, connection)
+		e.gate.RecordSuccess(provider)
 	}
 	ctx := context.Background()
 	var errs []error
@@ -519,16 +568,19 @@ func (e *Engine) RecordSuccess(provider, connection, model string) {
 	}
 }
 
-// RecordFailure records a failed attempt: the breaker (when TripsBreaker),
-// the window gate (when provider_cooldown is enabled and the failure is a
-// retryable upstream failure), the connection cooldown and the model
-// lockout (when enabled and the status is one of error_codes, or a rule
-// scoped the failure to the model), and for an egress-bucketed provider
-// the connections sharing the failing one's egress (see egress.go). A
-// failure that does not trip the breaker frees a HALF_OPEN probe it may
-// hold. Client aborts and local errors touch nothing else. Every resulting state write is durable in the
-// Store before RecordFailure returns; the error joins the failed writes
-// (the in-memory state has changed regardless).
+// RecordFailure records a failed attempt: the breaker (when BreakerKind
+// is not KindNone), the window gate (when provider_cooldown is enabled and
+// the failure counts, see countsForWindowGate and WindowGate), the
+// connection cooldown, the model lockout (when enabled and the status is
+// one of error_codes, or a rule scoped the failure to the model; and,
+// whatever the switch, a model-scoped quota whose wait exceeds the
+// connection's pacing bound, capped at 24 h), the learned tool limit of a
+// tool_limit refusal, and for an egress-bucketed provider the connections
+// sharing the failing one's egress (see egress.go). A failure that does
+// not trip the breaker frees a HALF_OPEN probe it may hold. Client aborts
+// and local errors touch nothing else. Every resulting state write is
+// durable in the Store before RecordFailure returns; the error joins the
+// failed writes (the in-memory state has changed regardless).
 func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 	if o.Success {
 		return nil
@@ -552,8 +604,9 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 		errs = append(errs, e.persistBreaker(ctx, ps))
 	}
 	if s.ProviderCooldown.Enabled && countsForWindowGate(o) {
-		e.gate.RecordFailure(o.Provider, o.Connection)
-		errs = append(errs, e.persistGate(ctx, ps))
+		if e.gate.RecordFailure(o.Provider, o.Connection, e.gateFailure(o, now)) {
+			errs = append(errs, e.persistGate(ctx, ps))
+		}
 	}
 
 	eff, changed := e.cooldowns.recordFailure(o, e.cooldownPolicy(ps, o.Connection, s), now)
@@ -573,30 +626,79 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 
 	errs = append(errs, e.coolEgressSiblings(ctx, ps, o, now))
 
-	if lockoutApplies(o, &s.ModelLockout) && !egressLocksConnection(ps, o) {
+	errs = append(errs, e.learnToolLimit(ctx, o))
+
+	pol := newLockoutPolicy(s.ModelLockout)
+	switch wait, quota := ModelQuotaWait(o); {
+	case quota && wait > e.pacingBound(ps, o.Connection, s):
+		// A long wait scoped to one model: a model lockout on that model
+		// (or its quota family) for that connection, whatever
+		// model_lockout.enabled says, capped at 24 h; the connection
+		// is not cooled (affectsConnection) and other models flow.
+		o.CooldownHint = min(wait, MaxModelQuotaLockout)
+		pol.max = max(pol.max, MaxModelQuotaLockout)
+		key, family := modelQuotaKey(o, ps.families)
+		errs = append(errs, e.lockModel(ctx, o, key, family, pol, now))
+	case lockoutApplies(o, &s.ModelLockout) && !egressLocksConnection(ps, o):
 		key, family := lockoutKeyFor(o, ps.families)
-		_, d, changed := e.lockouts.recordFailure(o, key, family, newLockoutPolicy(s.ModelLockout), now)
-		if changed {
-			errs = append(errs, e.persistLock(ctx, lockKey{o.Provider, o.Connection, key}))
-		}
-		if d > 0 && ob.OnLockout != nil {
-			ob.OnLockout(o.Provider, o.Connection, key, string(o.Reason), d)
-		}
+		errs = append(errs, e.lockModel(ctx, o, key, family, pol, now))
 	}
 	return errors.Join(errs...)
 }
 
+// lockModel records failure o as a lock of model key on its connection
+// under policy pol, persists it and reports it to the observer.
+func (e *Engine) lockModel(ctx context.Context, o Outcome, key, family string, pol lockoutPolicy, now time.Time) error {
+	_, d, changed := e.lockouts.recordFailure(o, key, family, pol, now)
+	var err error
+	if changed {
+		err = e.persistLock(ctx, lockKey{o.Provider, o.Connection, key})
+	}
+	if fn := e.obs().OnLockout; d > 0 && fn != nil {
+		fn(o.Provider, o.Connection, key, string(o.Reason), d)
+	}
+	return err
+}
+
+// pacingBound is the longest wait that is pacing rather than a lockout on
+// a connection (docs/resilience.md §7): its rate_limit_overrides.max_wait_ms,
+// else request_queue.max_wait_ms.
+func (e *Engine) pacingBound(ps *providerState, connection string, s *Settings) time.Duration {
+	if d := ps.maxWait[connection]; d > 0 {
+		return d
+	}
+	return time.Duration(s.RequestQueue.MaxWaitMS) * time.Millisecond
+}
+
 // countsForWindowGate reports whether a failure counts toward the §1b
 // provider cooldown window: a retryable upstream failure that is not a
-// busy account (concurrency-limited) and not narrowed to one model.
+// busy account (concurrency-limited), not narrowed to one model, not an
+// empty answer and not a terminal state of one key.
 func countsForWindowGate(o Outcome) bool {
-	return o.Retryable && o.Reason != ReasonConcurrencyLimited && o.Scope != ScopeModel
+	switch o.Reason {
+	case ReasonConcurrencyLimited, ReasonEmptyResponse, ReasonToolLimit:
+		return false
+	}
+	return o.Retryable && !o.Permanent && o.Scope != ScopeModel
+}
+
+// gateFailure describes failure o, arriving at now, for the window gate:
+// its kind is its reason and status, its dispatch time o.Started; when
+// that is unknown, the failure is a burst duplicate if its connection is
+// still cooling from an identical failure (read before o is applied).
+func (e *Engine) gateFailure(o Outcome, now time.Time) GateFailure {
+	f := GateFailure{Kind: string(o.Reason) + "/" + strconv.Itoa(o.Status), Dispatched: o.Started}
+	if f.Dispatched.IsZero() {
+		f.Burst = e.cooldowns.coolingFrom(o.Provider, o.Connection, o.Reason, o.Status, now)
+	}
+	return f
 }
 
 // cooldownPolicy assembles the connection cooldown rules of a connection.
 func (e *Engine) cooldownPolicy(ps *providerState, connection string, s *Settings) cooldownPolicy {
 	cs := s.ConnectionCooldown.For(ps.profile)
 	return cooldownPolicy{
+		profile:        ps.profile,
 		base:           time.Duration(cs.BaseMS) * time.Millisecond,
 		maxLevel:       cs.MaxBackoffLevel,
 		useHints:       ps.useHints,
@@ -661,6 +763,12 @@ func (e *Engine) UpdateSettings(ctx context.Context, patch []byte) (Settings, er
 	if err != nil {
 		return cur.Clone(), err
 	}
+	if touchesTargets(p) {
+		if err := e.checkTargets(next); err != nil {
+			return cur.Clone(), err
+		}
+	}
+	next = e.dropUnknownTargets(next)
 	if err := e.store.Put(ctx, SettingsKey, raw, 0); err != nil {
 		return cur.Clone(), fmt.Errorf("persist resilience settings: %w", err)
 	}
@@ -707,7 +815,7 @@ func (e *Engine) persistGate(ctx context.Context, ps *providerState) error {
 	ps.gateDirty.Store(false)
 	return e.persist(ctx, keyWindowGate+url.PathEscape(ps.id), func() ([]byte, time.Duration, bool, error) {
 		snap := e.gate.Snapshot(ps.id)
-		if snap.CoolingUntil.IsZero() && len(snap.Failures) == 0 && len(snap.Connections) == 0 {
+		if snap.CoolingUntil.IsZero() && len(snap.Failures) == 0 && len(snap.Last) == 0 {
 			return nil, 0, false, nil
 		}
 		v, err := json.Marshal(snap)

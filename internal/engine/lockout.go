@@ -136,20 +136,63 @@ func explicitScope(o Outcome) bool {
 	return o.Scope != ScopeNone && o.RuleSource != "" && o.RuleSource != "default"
 }
 
+// MaxModelQuotaLockout caps the lockout of a model-scoped quota
+// (docs/resilience.md §2/§3/§7, amendments).
+const MaxModelQuotaLockout = 24 * time.Hour
+
+// ModelQuotaWait reports whether o is a quota or rate limit that a rule
+// scoped to one model (a Gemini QuotaFailure naming the model, a
+// per-model rate-limit header, a provider rule) and the wait it states:
+// the rule's cooldown, else the upstream retry hint. A wait longer than
+// the connection's pacing bound becomes a model lockout
+// (Engine.RecordFailure); a shorter one is pacing, left to admission. The
+// request path hands the same wait to admission.Pace as a typed,
+// model-scoped hint, so that a long one never pauses the connection's
+// limiter. It is a pure function.
+func ModelQuotaWait(o Outcome) (time.Duration, bool) {
+	if o.Success || o.Model == "" || o.Scope != ScopeModel || !explicitScope(o) {
+		return 0, false
+	}
+	switch o.Reason {
+	case ReasonQuotaExhausted, ReasonRateLimit:
+	default:
+		return 0, false
+	}
+	w := o.CooldownHint
+	if w <= 0 {
+		w = o.RetryHint
+	}
+	return w, w > 0
+}
+
+// modelQuotaKey is the model key a model-scoped quota locks: the model's
+// quota family when the provider declares one (the quota is shared), else
+// the model.
+func modelQuotaKey(o Outcome, fams quotaFamilies) (key, family string) {
+	if fam, ok := fams.of(o.Model); ok {
+		return fam.key, fam.name
+	}
+	return o.Model, ""
+}
+
 // lockoutApplies reports whether failure o creates or extends a model
 // lockout under settings s: lockout enabled, a model known, and either a
 // rule scoped the failure to the model or its status is one of
-// error_codes. A rule's connection or provider scope wins over the status;
-// a concurrency-limited 429 (a busy account) and a ban (the whole
-// connection is dead) never lock a model, nor do client aborts and local
+// error_codes; an empty answer always counts (it is a model failure on a
+// 2xx). A rule's connection or provider scope wins over the status; a
+// concurrency-limited 429 (a busy account), a ban (the whole connection is
+// dead) and a tool-count refusal (only requests with that many tools fail:
+// see Engine.ToolLimit) never lock a model, nor do client aborts and local
 // errors.
 func lockoutApplies(o Outcome, s *ModelLockoutSettings) bool {
 	if !s.Enabled || o.Success || o.Model == "" {
 		return false
 	}
 	switch o.Reason {
-	case ReasonNone, ReasonClientAbort, ReasonLocalError, ReasonConcurrencyLimited, ReasonBanned:
+	case ReasonNone, ReasonClientAbort, ReasonLocalError, ReasonConcurrencyLimited, ReasonBanned, ReasonToolLimit:
 		return false
+	case ReasonEmptyResponse:
+		return true
 	}
 	if explicitScope(o) {
 		return o.Scope == ScopeModel

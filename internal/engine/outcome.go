@@ -24,6 +24,14 @@ const (
 	ReasonStreamStall        Reason = "stream_stall"
 	ReasonClientAbort        Reason = "client_abort"
 	ReasonLocalError         Reason = "local_error"
+	// ReasonEmptyResponse is a 2xx turn that ended with reasoning only, or
+	// with neither content nor a tool call (docs/resilience.md §9); see
+	// EmptyResponseOutcome.
+	ReasonEmptyResponse Reason = "empty_response"
+	// ReasonToolLimit is an upstream refusal of a request that declared
+	// more tools than the model accepts (docs/resilience.md §14); see
+	// toollimit.go.
+	ReasonToolLimit Reason = "tool_limit"
 )
 
 // Scope is how widely a failure is locked.
@@ -98,6 +106,15 @@ type Outcome struct {
 	RuleSource string
 	// Message is a short, secret-free description for logs and clients.
 	Message string
+
+	// Started is when the attempt was dispatched upstream; zero when the
+	// caller does not know. The window gate uses it to tell failures that
+	// were in flight together (see WindowGate).
+	Started time.Time
+	// Tools is how many tools the attempt's request declared, 0 when none
+	// or unknown; a tool_limit failure learns the model's limit from it
+	// (see Engine.ToolLimit).
+	Tools int
 }
 
 // ErrorInput is what a Classifier sees of one failed upstream attempt.
@@ -133,6 +150,15 @@ type Classifier interface {
 type ConnectionSpec struct {
 	ID             string
 	DisableCooling bool
+	// CredentialHash is a digest of the connection's configured credential
+	// (CredentialHash), "" when unknown. The engine persists it beside the
+	// connection's state and starts the connection clean when it changes.
+	// It is never logged.
+	CredentialHash string
+	// MaxWait is the connection's rate_limit_overrides.max_wait_ms, 0 when
+	// not overridden: a wait up to it is pacing (docs/resilience.md §7),
+	// a longer model-scoped one a model lockout.
+	MaxWait time.Duration
 }
 
 // ProviderSpec describes one provider for the engine.
@@ -147,4 +173,7 @@ type ProviderSpec struct {
 	UseUpstreamRetryHints bool
 	EgressBucketed        bool
 	Connections           []ConnectionSpec
+	// Models lists the models the provider serves, for the validation of
+	// emergency_fallback.targets; empty means any.
+	Models []string
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Clamp limits of Settings.Normalize, in milliseconds unless named otherwise.
@@ -17,6 +18,10 @@ const (
 	maxCooldownBaseMS      = 24 * 60 * 60 * 1_000
 	maxCooldownBackoffLvl  = 20
 	maxComboWaitMS         = 30_000
+	minDegradedExit        = 1
+	maxDegradedExit        = 1_000
+	minBackoffMultiplier   = 1
+	maxBackoffMultiplier   = 1_024
 	maxComboAttempts       = 10
 	minQueueBudgetMS       = 1
 	maxQueueBudgetMS       = 24 * 60 * 60 * 1_000
@@ -41,7 +46,7 @@ var ErrInvalidSettings = errors.New("invalid resilience settings")
 // slice as shared and never modify it in place.
 type Settings struct {
 	CircuitBreaker             BreakerProfiles           `json:"circuit_breaker"`
-	ProviderCooldown           ToggleSetting             `json:"provider_cooldown"`
+	ProviderCooldown           ProviderCooldownSettings  `json:"provider_cooldown"`
 	ConnectionCooldown         CooldownProfiles          `json:"connection_cooldown"`
 	StreamStallCooldown        ToggleSetting             `json:"stream_stall_cooldown"`
 	ModelLockout               ModelLockoutSettings      `json:"model_lockout"`
@@ -51,6 +56,7 @@ type Settings struct {
 	StreamRecovery             StreamRecoverySettings    `json:"stream_recovery"`
 	SessionAffinityTTLMS       int64                     `json:"session_affinity_ttl_ms"`
 	MaxAttemptsPerRequest      int                       `json:"max_attempts_per_request"`
+	EmergencyFallback          EmergencyFallbackSettings `json:"emergency_fallback"`
 }
 
 // BreakerProfiles holds the circuit breaker thresholds of each profile.
@@ -62,13 +68,19 @@ type BreakerProfiles struct {
 
 // For returns the thresholds of profile p; an unknown profile gets apikey's.
 func (b BreakerProfiles) For(p Profile) BreakerSettings {
+	return byProfile(p, b.APIKey, b.OAuth, b.Local)
+}
+
+// byProfile picks the value of profile p: oauth, local, or apikey for any
+// other profile.
+func byProfile[T any](p Profile, apikey, oauth, local T) T {
 	switch p {
 	case ProfileOAuth:
-		return b.OAuth
+		return oauth
 	case ProfileLocal:
-		return b.Local
+		return local
 	default:
-		return b.APIKey
+		return apikey
 	}
 }
 
@@ -79,6 +91,65 @@ type BreakerSettings struct {
 	DegradationThreshold int   `json:"degradation_threshold"`
 	FailureThreshold     int   `json:"failure_threshold"`
 	ResetMS              int64 `json:"reset_ms"`
+	// CooldownByKind is the OPEN cooldown per failure kind; a zero entry
+	// is ResetMS.
+	CooldownByKind BreakerKindCooldowns `json:"cooldown_by_kind"`
+	// DegradedExitSuccesses is how many consecutive successes bring a
+	// DEGRADED breaker back to CLOSED.
+	DegradedExitSuccesses int `json:"degraded_exit_successes"`
+	// MaxBackoffMultiplier caps the growth of the OPEN cooldown over
+	// repeated OPEN→probe→OPEN cycles.
+	MaxBackoffMultiplier int `json:"max_backoff_multiplier"`
+}
+
+// BreakerKindCooldowns is the OPEN cooldown of each breaker failure kind
+// (FailureKind), in milliseconds; 0 means the profile's reset_ms.
+type BreakerKindCooldowns struct {
+	ServerErrorMS int64 `json:"server_error"`
+	TimeoutMS     int64 `json:"timeout"`
+	TransportMS   int64 `json:"transport"`
+	RateLimitMS   int64 `json:"rate_limit"`
+}
+
+// ProviderCooldownSettings configure the window gate of docs/resilience.md
+// §1b: the master switch and each profile's threshold, window and cooldown.
+type ProviderCooldownSettings struct {
+	Enabled bool               `json:"enabled"`
+	APIKey  WindowGateSettings `json:"apikey"`
+	OAuth   WindowGateSettings `json:"oauth"`
+	Local   WindowGateSettings `json:"local"`
+}
+
+// For returns the window gate settings of profile p; an unknown profile
+// gets apikey's.
+func (c ProviderCooldownSettings) For(p Profile) WindowGateSettings {
+	return byProfile(p, c.APIKey, c.OAuth, c.Local)
+}
+
+// WindowGateSettings are one profile's window gate: FailureThreshold
+// failures within FailureWindowMS cool the provider for CooldownMS.
+type WindowGateSettings struct {
+	FailureThreshold int   `json:"failure_threshold"`
+	FailureWindowMS  int64 `json:"failure_window_ms"`
+	CooldownMS       int64 `json:"cooldown_ms"`
+}
+
+// config is the WindowGateConfig of s.
+func (s WindowGateSettings) config() WindowGateConfig {
+	return WindowGateConfig{
+		Threshold: s.FailureThreshold,
+		Window:    time.Duration(s.FailureWindowMS) * time.Millisecond,
+		Cooldown:  time.Duration(s.CooldownMS) * time.Millisecond,
+	}.Normalize()
+}
+
+// EmergencyFallbackSettings configure the emergency fallback of
+// docs/resilience.md §14: when enabled, a request that would end with no
+// target able to serve it is sent once to Targets ("provider/model"), in
+// order, past their non-terminal exclusions (see Engine.EmergencyCheck).
+type EmergencyFallbackSettings struct {
+	Enabled bool     `json:"enabled"`
+	Targets []string `json:"targets"`
 }
 
 // CooldownProfiles holds the connection cooldown backoff of each profile.
@@ -90,14 +161,7 @@ type CooldownProfiles struct {
 
 // For returns the backoff of profile p; an unknown profile gets apikey's.
 func (c CooldownProfiles) For(p Profile) CooldownSettings {
-	switch p {
-	case ProfileOAuth:
-		return c.OAuth
-	case ProfileLocal:
-		return c.Local
-	default:
-		return c.APIKey
-	}
+	return byProfile(p, c.APIKey, c.OAuth, c.Local)
 }
 
 // CooldownSettings is one profile's connection cooldown backoff: a failure
@@ -161,9 +225,17 @@ type ThroughputWatchdogSettings struct {
 func DefaultSettings() Settings {
 	return Settings{
 		CircuitBreaker: BreakerProfiles{
-			APIKey: BreakerSettings{DegradationThreshold: 7, FailureThreshold: 12, ResetMS: 30_000},
-			OAuth:  BreakerSettings{DegradationThreshold: 5, FailureThreshold: 8, ResetMS: 60_000},
-			Local:  BreakerSettings{DegradationThreshold: 0, FailureThreshold: 2, ResetMS: 15_000},
+			APIKey: BreakerSettings{DegradationThreshold: 7, FailureThreshold: 12, ResetMS: 30_000,
+				DegradedExitSuccesses: DefaultDegradedExitSuccesses, MaxBackoffMultiplier: DefaultMaxBackoffMultiplier},
+			OAuth: BreakerSettings{DegradationThreshold: 5, FailureThreshold: 8, ResetMS: 60_000,
+				DegradedExitSuccesses: DefaultDegradedExitSuccesses, MaxBackoffMultiplier: DefaultMaxBackoffMultiplier},
+			Local: BreakerSettings{DegradationThreshold: 0, FailureThreshold: 2, ResetMS: 15_000,
+				DegradedExitSuccesses: DefaultDegradedExitSuccesses, MaxBackoffMultiplier: DefaultMaxBackoffMultiplier},
+		},
+		ProviderCooldown: ProviderCooldownSettings{
+			APIKey: windowGateSettings(DefaultWindowGateConfig(ProfileAPIKey)),
+			OAuth:  windowGateSettings(DefaultWindowGateConfig(ProfileOAuth)),
+			Local:  windowGateSettings(DefaultWindowGateConfig(ProfileLocal)),
 		},
 		ConnectionCooldown: CooldownProfiles{
 			APIKey: CooldownSettings{BaseMS: 3_000, MaxBackoffLevel: 5},
@@ -192,12 +264,23 @@ func DefaultSettings() Settings {
 			},
 		},
 		MaxAttemptsPerRequest: 10,
+		EmergencyFallback:     EmergencyFallbackSettings{Targets: []string{}},
+	}
+}
+
+// windowGateSettings is the settings form of c.
+func windowGateSettings(c WindowGateConfig) WindowGateSettings {
+	return WindowGateSettings{
+		FailureThreshold: c.Threshold,
+		FailureWindowMS:  c.Window.Milliseconds(),
+		CooldownMS:       c.Cooldown.Milliseconds(),
 	}
 }
 
 // Clone returns a copy of s that shares no memory with it.
 func (s Settings) Clone() Settings {
 	s.ModelLockout.ErrorCodes = slices.Clone(s.ModelLockout.ErrorCodes)
+	s.EmergencyFallback.Targets = slices.Clone(s.EmergencyFallback.Targets)
 	return s
 }
 
@@ -238,16 +321,36 @@ func (s Settings) Validate() error {
 		name string
 		b    BreakerSettings
 		c    CooldownSettings
+		g    WindowGateSettings
 	}{
-		{"apikey", s.CircuitBreaker.APIKey, s.ConnectionCooldown.APIKey},
-		{"oauth", s.CircuitBreaker.OAuth, s.ConnectionCooldown.OAuth},
-		{"local", s.CircuitBreaker.Local, s.ConnectionCooldown.Local},
+		{"apikey", s.CircuitBreaker.APIKey, s.ConnectionCooldown.APIKey, s.ProviderCooldown.APIKey},
+		{"oauth", s.CircuitBreaker.OAuth, s.ConnectionCooldown.OAuth, s.ProviderCooldown.OAuth},
+		{"local", s.CircuitBreaker.Local, s.ConnectionCooldown.Local, s.ProviderCooldown.Local},
 	} {
-		nonNeg("circuit_breaker."+p.name+".degradation_threshold", int64(p.b.DegradationThreshold))
-		nonNeg("circuit_breaker."+p.name+".failure_threshold", int64(p.b.FailureThreshold))
-		nonNeg("circuit_breaker."+p.name+".reset_ms", p.b.ResetMS)
+		cb := "circuit_breaker." + p.name + "."
+		nonNeg(cb+"degradation_threshold", int64(p.b.DegradationThreshold))
+		nonNeg(cb+"failure_threshold", int64(p.b.FailureThreshold))
+		nonNeg(cb+"reset_ms", p.b.ResetMS)
+		nonNeg(cb+"cooldown_by_kind.server_error", p.b.CooldownByKind.ServerErrorMS)
+		nonNeg(cb+"cooldown_by_kind.timeout", p.b.CooldownByKind.TimeoutMS)
+		nonNeg(cb+"cooldown_by_kind.transport", p.b.CooldownByKind.TransportMS)
+		nonNeg(cb+"cooldown_by_kind.rate_limit", p.b.CooldownByKind.RateLimitMS)
+		nonNeg(cb+"degraded_exit_successes", int64(p.b.DegradedExitSuccesses))
+		nonNeg(cb+"max_backoff_multiplier", int64(p.b.MaxBackoffMultiplier))
 		nonNeg("connection_cooldown."+p.name+".base_ms", p.c.BaseMS)
 		nonNeg("connection_cooldown."+p.name+".max_backoff_level", int64(p.c.MaxBackoffLevel))
+		pc := "provider_cooldown." + p.name + "."
+		nonNeg(pc+"failure_threshold", int64(p.g.FailureThreshold))
+		nonNeg(pc+"failure_window_ms", p.g.FailureWindowMS)
+		nonNeg(pc+"cooldown_ms", p.g.CooldownMS)
+	}
+	for i, t := range s.EmergencyFallback.Targets {
+		if p, m, ok := strings.Cut(t, "/"); !ok || p == "" || m == "" {
+			fe = append(fe, FieldError{
+				Path:    fmt.Sprintf("emergency_fallback.targets[%d]", i),
+				Message: fmt.Sprintf("%q is not \"provider/model\"", t),
+			})
+		}
 	}
 	ml := s.ModelLockout
 	for i, code := range ml.ErrorCodes {
@@ -278,7 +381,12 @@ func (s Settings) Validate() error {
 // Normalize returns s with every value clamped into the range the spec
 // allows:
 //   - circuit breaker: failure_threshold 1..1000, degradation_threshold ≤
-//     failure_threshold−1 (0 stays "derived"), reset_ms 1 s..24 h;
+//     failure_threshold−1 (0 stays "derived"), reset_ms 1 s..24 h, each
+//     cooldown_by_kind entry 0 (= reset_ms) or 1 s..24 h,
+//     degraded_exit_successes 1..1000, max_backoff_multiplier 1..1024;
+//   - provider cooldown (window gate): failure_threshold 1..1000,
+//     failure_window_ms and cooldown_ms 1 s..24 h;
+//   - emergency fallback: targets trimmed, duplicates dropped;
 //   - connection cooldown: base_ms ≤ 24 h, max_backoff_level ≤ 20 (the
 //     resulting cooldown is further capped at 30 days);
 //   - model lockout: error codes sorted and deduplicated, max_cooldown_ms ≥
@@ -299,6 +407,16 @@ func (s Settings) Normalize() Settings {
 	s.ConnectionCooldown.APIKey = s.ConnectionCooldown.APIKey.normalize()
 	s.ConnectionCooldown.OAuth = s.ConnectionCooldown.OAuth.normalize()
 	s.ConnectionCooldown.Local = s.ConnectionCooldown.Local.normalize()
+	s.ProviderCooldown.APIKey = windowGateSettings(s.ProviderCooldown.APIKey.config())
+	s.ProviderCooldown.OAuth = windowGateSettings(s.ProviderCooldown.OAuth.config())
+	s.ProviderCooldown.Local = windowGateSettings(s.ProviderCooldown.Local.config())
+	targets := make([]string, 0, len(s.EmergencyFallback.Targets))
+	for _, t := range s.EmergencyFallback.Targets {
+		if t = strings.TrimSpace(t); t != "" && !slices.Contains(targets, t) {
+			targets = append(targets, t)
+		}
+	}
+	s.EmergencyFallback.Targets = targets
 
 	ml := &s.ModelLockout
 	codes := slices.Clone(ml.ErrorCodes)
@@ -335,6 +453,16 @@ func (b BreakerSettings) normalize() BreakerSettings {
 	b.FailureThreshold = clamp(b.FailureThreshold, 1, maxBreakerThreshold)
 	b.DegradationThreshold = clamp(b.DegradationThreshold, 0, b.FailureThreshold-1)
 	b.ResetMS = clamp(b.ResetMS, minBreakerResetMS, maxBreakerResetMS)
+	k := &b.CooldownByKind
+	for _, ms := range []*int64{&k.ServerErrorMS, &k.TimeoutMS, &k.TransportMS, &k.RateLimitMS} {
+		if *ms > 0 {
+			*ms = clamp(*ms, minBreakerResetMS, maxBreakerResetMS)
+		} else {
+			*ms = 0
+		}
+	}
+	b.DegradedExitSuccesses = clamp(b.DegradedExitSuccesses, minDegradedExit, maxDegradedExit)
+	b.MaxBackoffMultiplier = clamp(b.MaxBackoffMultiplier, minBackoffMultiplier, maxBackoffMultiplier)
 	return b
 }
 

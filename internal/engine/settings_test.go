@@ -13,11 +13,20 @@ import (
 // breaker's derived degradation threshold written as 0.
 const contractDefaults = `{
   "circuit_breaker": {
-    "apikey": {"degradation_threshold": 7, "failure_threshold": 12, "reset_ms": 30000},
-    "oauth":  {"degradation_threshold": 5, "failure_threshold": 8, "reset_ms": 60000},
-    "local":  {"degradation_threshold": 0, "failure_threshold": 2, "reset_ms": 15000}
+    "apikey": {"degradation_threshold": 7, "failure_threshold": 12, "reset_ms": 30000,
+      "cooldown_by_kind": {"server_error": 0, "timeout": 0, "transport": 0, "rate_limit": 0},
+      "degraded_exit_successes": 3, "max_backoff_multiplier": 16},
+    "oauth":  {"degradation_threshold": 5, "failure_threshold": 8, "reset_ms": 60000,
+      "cooldown_by_kind": {"server_error": 0, "timeout": 0, "transport": 0, "rate_limit": 0},
+      "degraded_exit_successes": 3, "max_backoff_multiplier": 16},
+    "local":  {"degradation_threshold": 0, "failure_threshold": 2, "reset_ms": 15000,
+      "cooldown_by_kind": {"server_error": 0, "timeout": 0, "transport": 0, "rate_limit": 0},
+      "degraded_exit_successes": 3, "max_backoff_multiplier": 16}
   },
-  "provider_cooldown": {"enabled": false},
+  "provider_cooldown": {"enabled": false,
+    "apikey": {"failure_threshold": 15, "failure_window_ms": 1800000, "cooldown_ms": 600000},
+    "oauth":  {"failure_threshold": 10, "failure_window_ms": 900000, "cooldown_ms": 300000},
+    "local":  {"failure_threshold": 2, "failure_window_ms": 300000, "cooldown_ms": 60000}},
   "connection_cooldown": {
     "apikey": {"base_ms": 3000, "max_backoff_level": 5},
     "oauth":  {"base_ms": 5000, "max_backoff_level": 8},
@@ -38,7 +47,8 @@ const contractDefaults = `{
       "min_useful_bytes_per_second": 8, "min_useful_bytes": 64}
   },
   "session_affinity_ttl_ms": 0,
-  "max_attempts_per_request": 10
+  "max_attempts_per_request": 10,
+  "emergency_fallback": {"enabled": false, "targets": []}
 }`
 
 func canonicalJSON(t *testing.T, v any) string {

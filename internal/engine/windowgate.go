@@ -8,17 +8,12 @@ import (
 	"time"
 )
 
-// Window gate limits applied by WindowGateConfig.Normalize, and the backoff
-// of its connection entries.
+// Window gate limits applied by WindowGateConfig.Normalize.
 const (
 	MinWindowGateThreshold = 1
 	MaxWindowGateThreshold = 1000
 	MinWindowGateDuration  = time.Second
 	MaxWindowGateDuration  = 24 * time.Hour
-	// WindowGateConnectionBase is the first cooldown of a connection entry.
-	WindowGateConnectionBase = 5 * time.Second
-	// WindowGateConnectionMax caps the cooldown of a connection entry.
-	WindowGateConnectionMax = 300 * time.Second
 )
 
 // WindowGateConfig holds the §1b settings of one provider. It is a plain
@@ -55,26 +50,39 @@ func (c WindowGateConfig) Normalize() WindowGateConfig {
 	return c
 }
 
-// ConnectionBackoff is one connection entry of the window gate.
-type ConnectionBackoff struct {
-	// Level counts consecutive failures; the cooldown is
-	// 5 s × 2^(Level-1), capped at 300 s.
-	Level         int       `json:"level"`
-	Until         time.Time `json:"until"`
-	LastFailureAt time.Time `json:"last_failure_at"`
+// GateFailure is one failure as the window gate sees it.
+type GateFailure struct {
+	// Kind identifies identical failures of a connection (the engine uses
+	// the reason and the status).
+	Kind string
+	// Dispatched is when the failed attempt was sent upstream; zero when
+	// unknown.
+	Dispatched time.Time
+	// Burst, read only when Dispatched is zero, reports that the failure
+	// arrived inside the anti-herd burst of an identical failure of its
+	// connection (the connection still cooling from it): routing never
+	// dispatches to a cooling connection, so the attempt was sent before
+	// that failure was recorded.
+	Burst bool
+}
+
+// CountedFailure is the last counted failure of one connection.
+type CountedFailure struct {
+	Kind string    `json:"kind"`
+	At   time.Time `json:"at"`
 }
 
 // WindowGateSnapshot is the observable and persisted form of one provider's
 // window gate. It is a plain value; its maps are owned by the receiver.
 type WindowGateSnapshot struct {
-	// Failures maps each connection that failed inside the window to its
-	// latest failure.
+	// Failures holds the counted failures inside the window, keyed per
+	// failure ("<connection>@<time>").
 	Failures map[string]time.Time `json:"failures,omitempty"`
 	// CoolingUntil is when the provider stops cooling; zero when it is not.
 	CoolingUntil time.Time `json:"cooling_until,omitzero"`
-	// Connections holds the connection entries still cooling or
-	// remembered.
-	Connections map[string]ConnectionBackoff `json:"connections,omitempty"`
+	// Last holds each connection's last counted failure inside the window,
+	// for the in-flight de-duplication.
+	Last map[string]CountedFailure `json:"last,omitempty"`
 }
 
 // windowState is the gate state of one provider.
@@ -82,7 +90,7 @@ type windowState struct {
 	cfg          WindowGateConfig
 	failures     map[string]time.Time
 	coolingUntil time.Time
-	conns        map[string]ConnectionBackoff
+	last         map[string]CountedFailure
 }
 
 type windowChange struct {
@@ -90,16 +98,17 @@ type windowChange struct {
 	snap     WindowGateSnapshot
 }
 
-// WindowGate is the opt-in provider cooldown window gate of docs/resilience.md
-// §1b: cross-request memory that makes a provider cool for Cooldown once
-// Threshold failures land inside Window, so consecutive combo requests stop
-// retrying it. A failure that arrives while its connection is still inside
-// the backoff of an earlier counted failure is a duplicate and counts once,
-// so a burst from one key does not trip the gate while a lone key that
-// keeps failing still does. A success clears
-// the window. Alongside, each connection has an entry with exponential
-// backoff from 5 s doubling to 300 s per consecutive failure. All timers are
-// lazy. WindowGate is goroutine-safe.
+// WindowGate is the opt-in provider cooldown window gate of
+// docs/resilience.md §1b: cross-request memory that makes a provider cool
+// for Cooldown once Threshold failures land inside Window, so consecutive
+// combo requests stop retrying it. Every failure of the provider counts,
+// however often its connection fails, except one that was in flight
+// together with an identical counted failure of the same connection: same
+// connection, same kind (reason and status), and dispatched before that
+// failure was recorded (GateFailure). So a burst of concurrent requests
+// failing together counts once, while a lone connection failing once a
+// second counts every time. A success clears the window and ends the
+// cooling. All timers are lazy. WindowGate is goroutine-safe.
 type WindowGate struct {
 	clock    Clock
 	mu       sync.Mutex
@@ -143,69 +152,57 @@ func (g *WindowGate) Configure(provider string, cfg WindowGateConfig) {
 	g.mu.Unlock()
 }
 
-// RecordFailure records a failure of connection on provider. The
-// connection's entry backs off (5 s, 10 s, … 300 s); a failure while the
-// entry is still cooling is a duplicate (e.g. concurrent requests failing
-// together) and does not raise its level, and a failure after a quiet
-// Window starts again at 5 s. Unless the provider is already cooling (which
-// is never extended), the connection is counted in the window once; when
-// Threshold distinct connections failed inside Window the provider cools
-// for Cooldown and the window starts afresh.
-func (g *WindowGate) RecordFailure(provider, connection string) {
+// RecordFailure records failure f of connection on provider and reports
+// whether it was counted. A duplicate (in flight together with the
+// connection's last counted failure of the same kind: f.Dispatched before
+// it was recorded, or f.Burst when the dispatch time is unknown) is not
+// counted; nor is a failure while the provider is already cooling (which
+// is never extended). When Threshold counted failures lie inside Window
+// the provider cools for Cooldown and the window starts afresh.
+func (g *WindowGate) RecordFailure(provider, connection string, f GateFailure) bool {
 	g.mu.Lock()
 	now := g.clock.Now()
 	ws := g.state(provider)
 	ws.prune(now)
-
-	if ws.conns == nil {
-		ws.conns = make(map[string]ConnectionBackoff)
-	}
-	e := ws.conns[connection]
-	// A failure counts toward the provider's window unless its connection
-	// is still inside the backoff of an earlier counted failure: a burst of
-	// duplicate failures from one connection counts once, while a lone
-	// connection failing again and again still trips the gate.
-	duplicate := now.Before(e.Until)
-	if !e.LastFailureAt.IsZero() && now.Sub(e.LastFailureAt) >= ws.cfg.Window && !now.Before(e.Until) {
-		e.Level = 0
-	}
-	if e.Level == 0 || !now.Before(e.Until) {
-		e.Level++
-		if until := now.Add(connectionBackoff(e.Level)); until.After(e.Until) {
-			e.Until = until
+	last, seen := ws.last[connection]
+	if seen && last.Kind == f.Kind {
+		inFlight := f.Burst
+		if !f.Dispatched.IsZero() {
+			inFlight = f.Dispatched.Before(last.At)
+		}
+		if inFlight {
+			g.mu.Unlock()
+			return false
 		}
 	}
-	e.LastFailureAt = now
-	ws.conns[connection] = e
-
-	if !now.Before(ws.coolingUntil) && !duplicate {
-		ws.coolingUntil = time.Time{}
-		if ws.failures == nil {
-			ws.failures = make(map[string]time.Time)
-		}
-		// Keyed per counted failure; the key keeps the connection for
-		// diagnostics.
-		ws.failures[connection+"@"+strconv.FormatInt(now.UnixNano(), 36)] = now
-		if len(ws.failures) >= ws.cfg.Threshold {
-			ws.coolingUntil = now.Add(ws.cfg.Cooldown)
-			clear(ws.failures)
-		}
+	if now.Before(ws.coolingUntil) {
+		g.mu.Unlock()
+		return false
+	}
+	if ws.last == nil {
+		ws.last = make(map[string]CountedFailure)
+	}
+	ws.last[connection] = CountedFailure{Kind: f.Kind, At: now}
+	if ws.failures == nil {
+		ws.failures = make(map[string]time.Time)
+	}
+	// Keyed per counted failure; the key keeps the connection for
+	// diagnostics. Two failures of one connection at the same instant are
+	// one key: they were in flight together.
+	ws.failures[connection+"@"+strconv.FormatInt(now.UnixNano(), 36)] = now
+	if len(ws.failures) >= ws.cfg.Threshold {
+		ws.coolingUntil = now.Add(ws.cfg.Cooldown)
+		clear(ws.failures)
 	}
 	g.finish(provider, ws)
+	return true
 }
 
-// connectionBackoff is the cooldown of a connection entry at level ≥ 1.
-func connectionBackoff(level int) time.Duration {
-	d := WindowGateConnectionBase
-	for i := 1; i < level && d < WindowGateConnectionMax; i++ {
-		d *= 2
-	}
-	return min(d, WindowGateConnectionMax)
-}
-
-// RecordSuccess records a success on provider: it clears the failure window
-// and ends any provider cooling. Connection entries are kept; see
-// RecordConnectionSuccess.
+// RecordSuccess records a success on provider: it clears the failure
+// window and any provider cooling. The de-duplication memory stays (until
+// it leaves the window): requests in flight with a counted failure that
+// fail after the success are still its duplicates. With nothing to clear
+// it allocates nothing.
 func (g *WindowGate) RecordSuccess(provider string) {
 	g.mu.Lock()
 	ws := g.byName[provider]
@@ -213,26 +210,6 @@ func (g *WindowGate) RecordSuccess(provider string) {
 		g.mu.Unlock()
 		return
 	}
-	clear(ws.failures)
-	ws.coolingUntil = time.Time{}
-	g.finish(provider, ws)
-}
-
-// RecordConnectionSuccess is RecordSuccess that also clears connection's
-// entry (its backoff starts again at 5 s).
-func (g *WindowGate) RecordConnectionSuccess(provider, connection string) {
-	g.mu.Lock()
-	ws := g.byName[provider]
-	if ws == nil {
-		g.mu.Unlock()
-		return
-	}
-	_, hadConn := ws.conns[connection]
-	if !hadConn && len(ws.failures) == 0 && ws.coolingUntil.IsZero() {
-		g.mu.Unlock()
-		return
-	}
-	delete(ws.conns, connection)
 	clear(ws.failures)
 	ws.coolingUntil = time.Time{}
 	g.finish(provider, ws)
@@ -247,22 +224,6 @@ func (g *WindowGate) Cooling(provider string) (bool, time.Time) {
 		return false, time.Time{}
 	}
 	return true, ws.coolingUntil
-}
-
-// ConnectionCooling reports whether connection's entry on provider is
-// cooling and until when.
-func (g *WindowGate) ConnectionCooling(provider, connection string) (bool, time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ws := g.byName[provider]
-	if ws == nil {
-		return false, time.Time{}
-	}
-	e, ok := ws.conns[connection]
-	if !ok || !g.clock.Now().Before(e.Until) {
-		return false, time.Time{}
-	}
-	return true, e.Until
 }
 
 // Snapshot returns provider's current state with expired parts left out.
@@ -285,7 +246,7 @@ func (g *WindowGate) Restore(provider string, s WindowGateSnapshot) {
 	ws := g.state(provider)
 	ws.failures = maps.Clone(s.Failures)
 	ws.coolingUntil = s.CoolingUntil
-	ws.conns = maps.Clone(s.Connections)
+	ws.last = maps.Clone(s.Last)
 }
 
 // Reset clears provider's state ("" clears every provider) and returns the
@@ -301,7 +262,7 @@ func (g *WindowGate) Reset(provider string) []string {
 	deliver := false
 	for _, p := range names {
 		ws := g.byName[p]
-		ws.failures, ws.coolingUntil, ws.conns = nil, time.Time{}, nil
+		ws.failures, ws.coolingUntil, ws.last = nil, time.Time{}, nil
 		if g.onChange != nil {
 			deliver = g.queue.push(windowChange{provider: p, snap: ws.snapshot()}) || deliver
 		}
@@ -322,8 +283,7 @@ func (g *WindowGate) Providers() []string {
 }
 
 // prune drops failures outside the window, an expired cooling and
-// connection entries that are neither cooling nor inside the window. Must
-// hold the gate's lock.
+// last-failure entries outside the window. Must hold the gate's lock.
 func (ws *windowState) prune(now time.Time) {
 	for c, at := range ws.failures {
 		if now.Sub(at) >= ws.cfg.Window {
@@ -333,9 +293,9 @@ func (ws *windowState) prune(now time.Time) {
 	if !ws.coolingUntil.IsZero() && !now.Before(ws.coolingUntil) {
 		ws.coolingUntil = time.Time{}
 	}
-	for c, e := range ws.conns {
-		if !now.Before(e.Until) && now.Sub(e.LastFailureAt) >= ws.cfg.Window {
-			delete(ws.conns, c)
+	for c, e := range ws.last {
+		if now.Sub(e.At) >= ws.cfg.Window {
+			delete(ws.last, c)
 		}
 	}
 }
@@ -346,8 +306,8 @@ func (ws *windowState) snapshot() WindowGateSnapshot {
 	if len(ws.failures) > 0 {
 		s.Failures = maps.Clone(ws.failures)
 	}
-	if len(ws.conns) > 0 {
-		s.Connections = maps.Clone(ws.conns)
+	if len(ws.last) > 0 {
+		s.Last = maps.Clone(ws.last)
 	}
 	return s
 }

@@ -46,6 +46,12 @@ func TestWindowGateConfigNormalize(t *testing.T) {
 	}
 }
 
+// fail records a failure of connection c on p with no dispatch time and
+// outside any burst: it always counts unless the provider is cooling.
+func fail(g *WindowGate, p, c string) bool {
+	return g.RecordFailure(p, c, GateFailure{Kind: "rate_limit/429"})
+}
+
 func TestWindowGateTripsPerProfile(t *testing.T) {
 	for _, profile := range []Profile{ProfileOAuth, ProfileAPIKey, ProfileLocal} {
 		t.Run(string(profile), func(t *testing.T) {
@@ -55,13 +61,13 @@ func TestWindowGateTripsPerProfile(t *testing.T) {
 			// Failures spread over the window, one per distinct connection.
 			step := cfg.Window / time.Duration(cfg.Threshold)
 			for i := 1; i < cfg.Threshold; i++ {
-				g.RecordFailure("p", fmt.Sprintf("c%d", i))
+				fail(g, "p", fmt.Sprintf("c%d", i))
 				if cooling, _ := g.Cooling("p"); cooling {
 					t.Fatalf("cooling after %d failures, threshold %d", i, cfg.Threshold)
 				}
 				clock.Advance(step)
 			}
-			g.RecordFailure("p", "last")
+			fail(g, "p", "last")
 			cooling, until := g.Cooling("p")
 			if !cooling || !until.Equal(clock.Now().Add(cfg.Cooldown)) {
 				t.Fatalf("after %d failures: cooling %v until %v, want true until now+%v", cfg.Threshold, cooling, until, cfg.Cooldown)
@@ -76,7 +82,7 @@ func TestWindowGateTripsPerProfile(t *testing.T) {
 				t.Errorf("still cooling at tripped+%v (%v)", cfg.Cooldown, tripped)
 			}
 			// The window started afresh when the gate tripped.
-			g.RecordFailure("p", "c1")
+			fail(g, "p", "c1")
 			if cooling, _ := g.Cooling("p"); cooling && cfg.Threshold > 1 {
 				t.Errorf("one failure after the cooldown re-tripped the gate")
 			}
@@ -84,35 +90,68 @@ func TestWindowGateTripsPerProfile(t *testing.T) {
 	}
 }
 
-func TestWindowGateDuplicateConnectionCountsOnce(t *testing.T) {
+// A lone apikey connection failing once a second trips the gate at its
+// 15th failure, 14 s after the first (docs/resilience.md §1b, amendments:
+// failures are counted per provider, however often the connection fails).
+func TestWindowGateLoneConnectionOncePerSecondTripsAtFifteen(t *testing.T) {
 	g, clock := newTestGate(t)
-	g.Configure("p", DefaultWindowGateConfig(ProfileLocal)) // trips after 2
-	// A burst from one connection inside its 5 s backoff counts once.
-	for range 5 {
-		g.RecordFailure("p", "a")
+	g.Configure("p", DefaultWindowGateConfig(ProfileAPIKey)) // 15 within 30 min, cools 10 min
+	for i := 1; i <= 15; i++ {
+		dispatched := clock.Now().Add(-200 * time.Millisecond)
+		if !g.RecordFailure("p", "lone", GateFailure{Kind: "rate_limit/429", Dispatched: dispatched}) {
+			t.Fatalf("failure %d was not counted", i)
+		}
+		cooling, until := g.Cooling("p")
+		switch {
+		case i < 15 && cooling:
+			t.Fatalf("cooling after %d failures", i)
+		case i == 15 && (!cooling || until.Sub(clock.Now()) != 10*time.Minute):
+			t.Fatalf("15th failure: cooling %v for %v, want 10m", cooling, until.Sub(clock.Now()))
+		}
 		clock.Advance(time.Second)
-	}
-	if cooling, _ := g.Cooling("p"); cooling {
-		t.Fatal("a burst of one connection's failures tripped a threshold of 2")
-	}
-	if s := g.Snapshot("p"); len(s.Failures) != 1 {
-		t.Errorf("window holds %d counted failures, want 1", len(s.Failures))
-	}
-	g.RecordFailure("p", "b")
-	if cooling, _ := g.Cooling("p"); !cooling {
-		t.Error("second distinct connection did not trip the gate")
 	}
 }
 
-func TestWindowGateLoneConnectionStillTrips(t *testing.T) {
+// Failures in flight together with an identical counted failure of the
+// same connection count once: dispatched before it was recorded, or (the
+// dispatch time unknown) inside its anti-herd burst.
+func TestWindowGateInFlightDuplicatesCountOnce(t *testing.T) {
 	g, clock := newTestGate(t)
-	g.Configure("p", DefaultWindowGateConfig(ProfileLocal)) // 2 within 5 min
-	g.RecordFailure("p", "a")
-	clock.Advance(5 * time.Second) // past the connection's first 5 s backoff
-	g.RecordFailure("p", "a")
-	cooling, until := g.Cooling("p")
-	if !cooling || until.Sub(clock.Now()) != time.Minute {
-		t.Fatalf("a single-connection provider failing twice outside its backoff: cooling=%v for %v, want 1m", cooling, until.Sub(clock.Now()))
+	g.Configure("p", DefaultWindowGateConfig(ProfileLocal)) // trips after 2
+	t0 := clock.Now()
+	g.RecordFailure("p", "a", GateFailure{Kind: "server_error/503", Dispatched: t0.Add(-time.Second)})
+	// Nine more requests sent before the first failure was recorded fail
+	// the same way over the next second: the burst counts once.
+	for i := range 9 {
+		clock.Advance(100 * time.Millisecond)
+		if g.RecordFailure("p", "a", GateFailure{Kind: "server_error/503", Dispatched: t0.Add(-time.Duration(i+1) * time.Millisecond)}) {
+			t.Fatalf("in-flight duplicate %d was counted", i+1)
+		}
+	}
+	if s := g.Snapshot("p"); len(s.Failures) != 1 {
+		t.Fatalf("window holds %d counted failures, want 1", len(s.Failures))
+	}
+	// A different failure of the same connection is not identical: it
+	// counts (and trips the threshold of 2).
+	if !g.RecordFailure("p", "a", GateFailure{Kind: "server_error/500", Dispatched: t0.Add(-time.Second)}) {
+		t.Fatal("a different failure of the same connection was not counted")
+	}
+	if cooling, _ := g.Cooling("p"); !cooling {
+		t.Fatal("two distinct failures did not trip a threshold of 2")
+	}
+
+	// Dispatch time unknown: the burst flag decides.
+	g2, _ := newTestGate(t)
+	g2.Configure("p", DefaultWindowGateConfig(ProfileLocal))
+	fail(g2, "p", "a")
+	if g2.RecordFailure("p", "a", GateFailure{Kind: "rate_limit/429", Burst: true}) {
+		t.Error("a burst duplicate was counted")
+	}
+	if g2.RecordFailure("p", "b", GateFailure{Kind: "rate_limit/429", Burst: true}) == false {
+		t.Error("another connection's first failure was not counted")
+	}
+	if cooling, _ := g2.Cooling("p"); !cooling {
+		t.Error("a then b did not trip a threshold of 2")
 	}
 }
 
@@ -126,9 +165,9 @@ func TestWindowGateWindowExpiry(t *testing.T) {
 	} {
 		g, clock := newTestGate(t)
 		g.Configure("p", DefaultWindowGateConfig(ProfileLocal))
-		g.RecordFailure("p", "a")
+		fail(g, "p", "a")
 		clock.Advance(tt.gap)
-		g.RecordFailure("p", "b")
+		fail(g, "p", "a")
 		if cooling, _ := g.Cooling("p"); cooling != tt.trip {
 			t.Errorf("failures %v apart: cooling %v, want %v", tt.gap, cooling, tt.trip)
 		}
@@ -136,15 +175,15 @@ func TestWindowGateWindowExpiry(t *testing.T) {
 }
 
 func TestWindowGateSuccessClears(t *testing.T) {
-	g, clock := newTestGate(t)
+	g, _ := newTestGate(t)
 	g.Configure("p", DefaultWindowGateConfig(ProfileLocal))
-	g.RecordFailure("p", "a")
+	fail(g, "p", "a")
 	g.RecordSuccess("p")
-	g.RecordFailure("p", "b")
+	fail(g, "p", "b")
 	if cooling, _ := g.Cooling("p"); cooling {
 		t.Error("success did not clear the window")
 	}
-	g.RecordFailure("p", "c")
+	fail(g, "p", "c")
 	if cooling, _ := g.Cooling("p"); !cooling {
 		t.Fatal("not cooling after b and c")
 	}
@@ -152,67 +191,32 @@ func TestWindowGateSuccessClears(t *testing.T) {
 	if cooling, _ := g.Cooling("p"); cooling {
 		t.Error("success did not end the cooling")
 	}
-	// Connection entries survive a provider success.
-	if cooling, _ := g.ConnectionCooling("p", "c"); !cooling {
-		t.Error("RecordSuccess cleared a connection entry")
+	if s := g.Snapshot("p"); len(s.Failures) != 0 {
+		t.Errorf("success left %+v", s)
 	}
-	g.RecordConnectionSuccess("p", "c")
-	if cooling, _ := g.ConnectionCooling("p", "c"); cooling {
-		t.Error("RecordConnectionSuccess did not clear the entry")
+	// A request in flight with c's counted failure that fails after the
+	// success is still its duplicate.
+	if g.RecordFailure("p", "c", GateFailure{Kind: "rate_limit/429", Burst: true}) {
+		t.Error("an in-flight duplicate counted after a success")
 	}
-	_ = clock
 }
 
 func TestWindowGateCoolingNotExtended(t *testing.T) {
 	g, clock := newTestGate(t)
 	g.Configure("p", DefaultWindowGateConfig(ProfileLocal))
-	g.RecordFailure("p", "a")
-	g.RecordFailure("p", "b")
+	fail(g, "p", "a")
+	fail(g, "p", "b")
 	_, until := g.Cooling("p")
 	clock.Advance(30 * time.Second)
-	g.RecordFailure("p", "c")
-	g.RecordFailure("p", "d")
+	if fail(g, "p", "c") || fail(g, "p", "d") {
+		t.Error("a failure while cooling was counted")
+	}
 	if _, again := g.Cooling("p"); !again.Equal(until) {
 		t.Errorf("failures while cooling moved the deadline from %v to %v", until, again)
 	}
 	clock.Advance(30 * time.Second)
 	if cooling, _ := g.Cooling("p"); cooling {
 		t.Error("cooling after the cooldown; failures while cooling must not count")
-	}
-}
-
-func TestWindowGateConnectionBackoff(t *testing.T) {
-	g, clock := newTestGate(t)
-	want := []time.Duration{5, 10, 20, 40, 80, 160, 300, 300, 300}
-	for i, secs := range want {
-		g.RecordFailure("p", "a")
-		cooling, until := g.ConnectionCooling("p", "a")
-		d := secs * time.Second
-		if !cooling || until.Sub(clock.Now()) != d {
-			t.Fatalf("failure %d: cooling %v for %v, want %v", i+1, cooling, until.Sub(clock.Now()), d)
-		}
-		// A duplicate failure while cooling does not escalate.
-		g.RecordFailure("p", "a")
-		if _, again := g.ConnectionCooling("p", "a"); !again.Equal(until) {
-			t.Fatalf("failure %d: duplicate moved the deadline to %v", i+1, again)
-		}
-		clock.Advance(d - time.Millisecond)
-		if cooling, _ := g.ConnectionCooling("p", "a"); !cooling {
-			t.Fatalf("failure %d: not cooling 1ms before the end", i+1)
-		}
-		clock.Advance(time.Millisecond)
-		if cooling, _ := g.ConnectionCooling("p", "a"); cooling {
-			t.Fatalf("failure %d: still cooling at the end", i+1)
-		}
-	}
-	if cooling, _ := g.ConnectionCooling("p", "b"); cooling {
-		t.Error("unrelated connection cooling")
-	}
-	// After a quiet window the backoff starts again at 5 s.
-	clock.Advance(30 * time.Minute)
-	g.RecordFailure("p", "a")
-	if _, until := g.ConnectionCooling("p", "a"); until.Sub(clock.Now()) != 5*time.Second {
-		t.Errorf("after a quiet window: %v, want 5s", until.Sub(clock.Now()))
 	}
 }
 
@@ -227,9 +231,9 @@ func TestWindowGateSnapshotRestoreAndOnChange(t *testing.T) {
 		got = append(got, s)
 		mu.Unlock()
 	})
-	g.RecordFailure("p", "a")
+	fail(g, "p", "a")
 	clock.Advance(time.Second)
-	g.RecordFailure("p", "b")
+	fail(g, "p", "b")
 	if len(got) != 2 || len(got[1].Failures) != 2 {
 		t.Fatalf("OnChange snapshots %+v", got)
 	}
@@ -244,14 +248,15 @@ func TestWindowGateSnapshotRestoreAndOnChange(t *testing.T) {
 	g2 := NewWindowGate(clock)
 	g2.Configure("p", DefaultWindowGateConfig(ProfileOAuth))
 	g2.Restore("p", back)
+	// The restored last failure of b still de-duplicates its burst.
+	if g2.RecordFailure("p", "b", GateFailure{Kind: "rate_limit/429", Burst: true}) {
+		t.Error("restored last failure of b did not de-duplicate its burst")
+	}
 	for i := range 8 {
-		g2.RecordFailure("p", fmt.Sprintf("x%d", i))
+		fail(g2, "p", fmt.Sprintf("x%d", i))
 	}
 	if cooling, _ := g2.Cooling("p"); !cooling {
 		t.Errorf("restored window (2) + 8 = 10 failures did not trip; json %s", raw)
-	}
-	if cooling, until := g2.ConnectionCooling("p", "b"); !cooling || !until.Equal(clock.Now().Add(5*time.Second)) {
-		t.Errorf("restored connection entry: %v %v", cooling, until)
 	}
 	if names := g2.Reset(""); !slices.Equal(names, []string{"p"}) {
 		t.Errorf("Reset = %v", names)
@@ -277,10 +282,9 @@ func TestWindowGateConcurrentUse(t *testing.T) {
 				c := fmt.Sprintf("c%d", i%20)
 				switch i % 4 {
 				case 0, 1:
-					g.RecordFailure(p, c)
+					g.RecordFailure(p, c, GateFailure{Kind: "k", Burst: i%3 == 0})
 				case 2:
 					g.Cooling(p)
-					g.ConnectionCooling(p, c)
 					clock.Advance(time.Second)
 				case 3:
 					if i%40 == 3 {

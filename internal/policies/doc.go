@@ -66,7 +66,9 @@
 //
 // Reasons are the engine's names: rate_limit, quota_exhausted,
 // concurrency_limited, auth_error, credits_exhausted, banned, expired,
-// request_rejected, not_found, transient, server_error, bad_request. A
+// request_rejected, not_found, transient, server_error, bad_request,
+// tool_limit. A provider scope declares the failure provider-wide: it
+// trips the breaker whatever its status (a 429 as a rate_limit storm). A
 // decision with an unknown reason or scope, or a restatement whose
 // to_status is not an HTTP status different from the current one, is
 // ignored. A file set that fails to parse, compile, or pass its own

@@ -68,6 +68,7 @@ var ruleReasons = []engine.Reason{
 	engine.ReasonAuthError, engine.ReasonCreditsExhausted, engine.ReasonBanned,
 	engine.ReasonExpired, engine.ReasonRequestRejected, engine.ReasonNotFound,
 	engine.ReasonTransient, engine.ReasonServerError, engine.ReasonBadRequest,
+	engine.ReasonToolLimit,
 }
 
 // ruleScopes are the scopes a rule may give.

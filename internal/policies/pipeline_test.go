@@ -230,7 +230,7 @@ func TestOperatorRulesValidation(t *testing.T) {
 		{OperatorRule{Provider: "a", Status: 42, Reason: "rate_limit", Scope: "connection"}, "rules[2].status: must be 0 (any) or an HTTP status 100..599"},
 		{OperatorRule{Provider: "a", Reason: "rate_limit", Scope: "account"}, "rules[2].scope: must be one of model, connection, provider"},
 		{OperatorRule{Provider: "a", Reason: "rate_limit"}, "rules[2].scope: must be one of model, connection, provider"},
-		{OperatorRule{Provider: "a", Reason: "throttled", Scope: "model"}, "rules[2].reason: must be one of rate_limit, quota_exhausted, concurrency_limited, auth_error, credits_exhausted, banned, expired, request_rejected, not_found, transient, server_error, bad_request"},
+		{OperatorRule{Provider: "a", Reason: "throttled", Scope: "model"}, "rules[2].reason: must be one of rate_limit, quota_exhausted, concurrency_limited, auth_error, credits_exhausted, banned, expired, request_rejected, not_found, transient, server_error, bad_request, tool_limit"},
 		{OperatorRule{Provider: "a", Scope: "model"}, "rules[2].reason: required unless restate_to is set"},
 		{OperatorRule{Provider: "a", Reason: "rate_limit", Scope: "model", CooldownMS: -1}, "rules[2].cooldown_ms: must be between 0 and 2592000000 (30 days)"},
 		{OperatorRule{Provider: "a", Reason: "rate_limit", Scope: "model", CooldownMS: 2592000001}, "rules[2].cooldown_ms: must be between 0 and 2592000000 (30 days)"},
@@ -443,7 +443,7 @@ func TestExplain(t *testing.T) {
 func TestStatusBuiltin(t *testing.T) {
 	f := newFixture(t, Options{Dir: t.TempDir() + "/missing"})
 	st := f.p.Status()
-	if st.Revision != "builtin-2025.06.1" || st.BuiltinRevision != st.Revision {
+	if st.Revision != "builtin-2025.06.2" || st.BuiltinRevision != st.Revision {
 		t.Fatalf("revision %q / %q", st.Revision, st.BuiltinRevision)
 	}
 	want := []string{".manifest", "classify.rego", "classify_test.rego", "lib.rego", "lib_test.rego", "pipeline.rego", "pipeline_test.rego", "restate.rego", "restate_test.rego"}

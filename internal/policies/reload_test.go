@@ -76,7 +76,7 @@ func TestOperatorRegoLoadedAtNew(t *testing.T) {
 	check(t, f.p.Classify(acmeFailure()),
 		want{503, 0, 0, engine.ReasonRateLimit, engine.ScopeConnection, 30 * time.Second, "acme.capacity", SourceOperator, true, false})
 	st := f.p.Status()
-	if !strings.HasPrefix(st.Revision, "builtin-2025.06.1+operator.") || st.LastError != "" {
+	if !strings.HasPrefix(st.Revision, "builtin-2025.06.2+operator.") || st.LastError != "" {
 		t.Fatalf("status %+v", st)
 	}
 	if len(st.OperatorFiles) != 2 || !st.OperatorFiles[0].Loaded || st.OperatorFiles[0].Name != "acme.rego" {
@@ -205,7 +205,7 @@ test_wrong_id if {
 			}
 			f := newFixture(t, Options{Dir: dir})
 			st := f.p.Status()
-			if st.Revision != "builtin-2025.06.1" {
+			if st.Revision != "builtin-2025.06.2" {
 				t.Fatalf("a rejected set serves: %s", st.Revision)
 			}
 			if !strings.Contains(st.LastError, tc.want) {

@@ -94,9 +94,14 @@ func TestContractExampleParses(t *testing.T) {
 		}},
 		Resilience: Resilience{
 			CircuitBreaker: map[string]BreakerProfile{
-				"apikey": {DegradationThreshold: 7, FailureThreshold: 12, ResetMS: 30000},
-				"oauth":  {DegradationThreshold: 5, FailureThreshold: 8, ResetMS: 60000},
-				"local":  {DegradationThreshold: 2, FailureThreshold: 2, ResetMS: 15000},
+				"apikey": breakerProfile(7, 12, 30000),
+				"oauth":  breakerProfile(5, 8, 60000),
+				"local":  breakerProfile(2, 2, 15000),
+			},
+			ProviderCooldown: ProviderCooldown{
+				APIKey: GateProfile{FailureThreshold: 15, FailureWindowMS: 1800000, CooldownMS: 600000},
+				OAuth:  GateProfile{FailureThreshold: 10, FailureWindowMS: 900000, CooldownMS: 300000},
+				Local:  GateProfile{FailureThreshold: 2, FailureWindowMS: 300000, CooldownMS: 60000},
 			},
 			ConnectionCooldown: map[string]CooldownProfile{
 				"apikey": {BaseMS: 3000, MaxBackoffLevel: 5},
@@ -157,10 +162,10 @@ func TestDefaults(t *testing.T) {
 		{"state.backend", c.State.Backend, "badger"},
 		{"state.path", c.State.Path, "./data"},
 		{"policies.dir", c.Policies.Dir, "./policies.d"},
-		{"circuit_breaker.apikey", c.Resilience.CircuitBreaker["apikey"], BreakerProfile{7, 12, 30000}},
-		{"circuit_breaker.oauth", c.Resilience.CircuitBreaker["oauth"], BreakerProfile{5, 8, 60000}},
+		{"circuit_breaker.apikey", c.Resilience.CircuitBreaker["apikey"], breakerProfile(7, 12, 30000)},
+		{"circuit_breaker.oauth", c.Resilience.CircuitBreaker["oauth"], breakerProfile(5, 8, 60000)},
 		// local: degradation derived = ceil(60% of 2) = 2.
-		{"circuit_breaker.local", c.Resilience.CircuitBreaker["local"], BreakerProfile{2, 2, 15000}},
+		{"circuit_breaker.local", c.Resilience.CircuitBreaker["local"], breakerProfile(2, 2, 15000)},
 		{"connection_cooldown.apikey", c.Resilience.ConnectionCooldown["apikey"], CooldownProfile{3000, 5}},
 		{"connection_cooldown.oauth", c.Resilience.ConnectionCooldown["oauth"], CooldownProfile{5000, 8}},
 		{"connection_cooldown.local", c.Resilience.ConnectionCooldown["local"], CooldownProfile{2000, 3}},
@@ -214,12 +219,12 @@ resilience:
 		got, want any
 	}{
 		// Zero fields keep the profile default.
-		{"oauth", r.CircuitBreaker["oauth"], BreakerProfile{5, 20, 60000}},
+		{"oauth", r.CircuitBreaker["oauth"], breakerProfile(5, 20, 60000)},
 		// The default degradation 7 would not be below an open threshold of
 		// 5, so it is derived: ceil(60% of 5) = 3.
-		{"apikey", r.CircuitBreaker["apikey"], BreakerProfile{3, 5, 30000}},
+		{"apikey", r.CircuitBreaker["apikey"], breakerProfile(3, 5, 30000)},
 		// local: ceil(60% of 10) = 6.
-		{"local", r.CircuitBreaker["local"], BreakerProfile{6, 10, 5000}},
+		{"local", r.CircuitBreaker["local"], breakerProfile(6, 10, 5000)},
 		{"cooldown oauth", r.ConnectionCooldown["oauth"], CooldownProfile{9000, 8}},
 		// Profiles not mentioned keep every default.
 		{"cooldown apikey", r.ConnectionCooldown["apikey"], CooldownProfile{3000, 5}},

@@ -62,6 +62,21 @@ func defaultBreakers() map[string]BreakerProfile {
 	}
 }
 
+// Breaker defaults common to every profile (§1, amendments).
+const (
+	DefaultDegradedExitSuccesses = 3
+	DefaultMaxBackoffMultiplier  = 16
+)
+
+// defaultGates are the window gate settings per profile (§1b).
+func defaultGates() map[string]GateProfile {
+	return map[string]GateProfile{
+		ProfileAPIKey: {FailureThreshold: 15, FailureWindowMS: 1800000, CooldownMS: 600000},
+		ProfileOAuth:  {FailureThreshold: 10, FailureWindowMS: 900000, CooldownMS: 300000},
+		ProfileLocal:  {FailureThreshold: 2, FailureWindowMS: 300000, CooldownMS: 60000},
+	}
+}
+
 // defaultCooldowns are the connection cooldown settings per profile (§2).
 func defaultCooldowns() map[string]CooldownProfile {
 	return map[string]CooldownProfile{
@@ -131,6 +146,8 @@ func applyResilienceDefaults(r *Resilience) {
 		b := r.CircuitBreaker[name]
 		setDefault(&b.FailureThreshold, def.FailureThreshold)
 		setDefault(&b.ResetMS, def.ResetMS)
+		setDefault(&b.DegradedExitSuccesses, DefaultDegradedExitSuccesses)
+		setDefault(&b.MaxBackoffMultiplier, DefaultMaxBackoffMultiplier)
 		if b.DegradationThreshold == 0 {
 			b.DegradationThreshold = def.DegradationThreshold
 			if b.DegradationThreshold == 0 || b.DegradationThreshold >= b.FailureThreshold {
@@ -148,6 +165,15 @@ func applyResilienceDefaults(r *Resilience) {
 		setDefault(&cd.BaseMS, def.BaseMS)
 		setDefault(&cd.MaxBackoffLevel, def.MaxBackoffLevel)
 		r.ConnectionCooldown[name] = cd
+	}
+
+	pc := &r.ProviderCooldown
+	gates := defaultGates()
+	for name, g := range map[string]*GateProfile{ProfileAPIKey: &pc.APIKey, ProfileOAuth: &pc.OAuth, ProfileLocal: &pc.Local} {
+		def := gates[name]
+		setDefault(&g.FailureThreshold, def.FailureThreshold)
+		setDefault(&g.FailureWindowMS, def.FailureWindowMS)
+		setDefault(&g.CooldownMS, def.CooldownMS)
 	}
 
 	setDefaultBool(&r.StreamStallCooldown.Enabled, false)

@@ -33,8 +33,10 @@ type envStep struct {
 // Load honour: BREAKWATER_<SECTION>_<KEY> for each scalar setting of the
 // server, state, policies and resilience sections (nested blocks and
 // per-profile map entries join with underscores, e.g.
-// BREAKWATER_RESILIENCE_CONNECTION_COOLDOWN_OAUTH_BASE_MS), plus
-// BREAKWATER_CIRCUIT_BREAKER_<PROFILE>_<KEY> of docs/resilience.md §1.
+// BREAKWATER_RESILIENCE_CONNECTION_COOLDOWN_OAUTH_BASE_MS), plus the
+// aliases of envAliases: BREAKWATER_CIRCUIT_BREAKER_<PROFILE>_<KEY> of
+// docs/resilience.md §1, BREAKWATER_PROVIDER_COOLDOWN_<PROFILE>_<KEY> of
+// §1b and BREAKWATER_EMERGENCY_FALLBACK of §14.
 func EnvVars() []string {
 	var names []string
 	for _, t := range envTargets() {
@@ -44,9 +46,19 @@ func EnvVars() []string {
 	return names
 }
 
-// envTargets derives the overrides from the yaml tags of Config. The spec's
-// BREAKWATER_CIRCUIT_BREAKER_* names come last so they win over the
-// BREAKWATER_RESILIENCE_CIRCUIT_BREAKER_* spelling.
+// envAliases are the specification's own names of some overrides. An
+// entry whose name is "" gives every override under path (a prefix) a
+// second name without the RESILIENCE_ part
+// (BREAKWATER_CIRCUIT_BREAKER_<PROFILE>_<KEY>); an entry with a name gives
+// the override at path exactly that second name.
+var envAliases = []struct{ path, name string }{
+	{path: "resilience.circuit_breaker."},                                                   // docs/resilience.md §1
+	{path: "resilience.provider_cooldown."},                                                 // §1b
+	{path: "resilience.emergency_fallback.enabled", name: EnvPrefix + "EMERGENCY_FALLBACK"}, // §14
+}
+
+// envTargets derives the overrides from the yaml tags of Config. The
+// aliases of envAliases come last so they win over the derived spelling.
 func envTargets() []envTarget {
 	var out []envTarget
 	root := reflect.TypeFor[Config]()
@@ -58,10 +70,17 @@ func envTargets() []envTarget {
 		collectEnv(root.Field(i).Type, EnvPrefix+strings.ToUpper(name), name,
 			[]envStep{{field: i}}, &out)
 	}
-	const cbPath = "resilience.circuit_breaker."
-	for _, t := range out {
-		if strings.HasPrefix(t.path, cbPath) {
-			t.name = strings.Replace(t.name, EnvPrefix+"RESILIENCE_", EnvPrefix, 1)
+	derived := len(out)
+	for _, a := range envAliases {
+		for _, t := range out[:derived] {
+			switch {
+			case a.name == "" && strings.HasPrefix(t.path, a.path):
+				t.name = strings.Replace(t.name, EnvPrefix+"RESILIENCE_", EnvPrefix, 1)
+			case a.name != "" && t.path == a.path:
+				t.name = a.name
+			default:
+				continue
+			}
 			out = append(out, t)
 		}
 	}
@@ -91,7 +110,7 @@ func collectEnv(t reflect.Type, name, path string, steps []envStep, out *[]envTa
 }
 
 // isEnvScalar reports whether a field of type t can be set from one
-// environment variable. Lists of integers are comma-separated.
+// environment variable. Lists of integers or strings are comma-separated.
 func isEnvScalar(t reflect.Type) bool {
 	switch t.Kind() {
 	case reflect.String, reflect.Bool, reflect.Int, reflect.Int64, reflect.Float64:
@@ -99,7 +118,7 @@ func isEnvScalar(t reflect.Type) bool {
 	case reflect.Pointer:
 		return t.Elem().Kind() == reflect.Bool
 	case reflect.Slice:
-		return t.Elem().Kind() == reflect.Int
+		return t.Elem().Kind() == reflect.Int || t.Elem().Kind() == reflect.String
 	}
 	return false
 }
@@ -191,6 +210,15 @@ func (d *decoder) setFromEnv(v reflect.Value, raw string) error {
 	case reflect.Slice:
 		parts := strings.Split(raw, ",")
 		s := reflect.MakeSlice(v.Type(), 0, len(parts))
+		if v.Type().Elem().Kind() == reflect.String {
+			for _, p := range parts {
+				if p = strings.TrimSpace(p); p != "" {
+					s = reflect.Append(s, reflect.ValueOf(p).Convert(v.Type().Elem()))
+				}
+			}
+			v.Set(s)
+			return nil
+		}
 		for _, p := range parts {
 			i, err := strconv.ParseInt(strings.TrimSpace(p), 10, 64)
 			if err != nil {

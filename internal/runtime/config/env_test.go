@@ -53,11 +53,23 @@ resilience:
 		{"per-profile map", map[string]string{"BREAKWATER_RESILIENCE_CONNECTION_COOLDOWN_LOCAL_BASE_MS": "750"},
 			func(c *Config) any { return c.Resilience.ConnectionCooldown["local"] }, CooldownProfile{750, 3}},
 		{"spec breaker name", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_APIKEY_FAILURE_THRESHOLD": "30"},
-			func(c *Config) any { return c.Resilience.CircuitBreaker["apikey"] }, BreakerProfile{7, 30, 30000}},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["apikey"] }, breakerProfile(7, 30, 30000)},
 		{"spec breaker reset over file profile", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_OAUTH_RESET_MS": "5000"},
-			func(c *Config) any { return c.Resilience.CircuitBreaker["oauth"] }, BreakerProfile{5, 20, 5000}},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["oauth"] }, breakerProfile(5, 20, 5000)},
 		{"spec breaker degradation", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_LOCAL_DEGRADATION_THRESHOLD": "1"},
-			func(c *Config) any { return c.Resilience.CircuitBreaker["local"] }, BreakerProfile{1, 2, 15000}},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["local"] }, breakerProfile(1, 2, 15000)},
+		{"breaker kind cooldown", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_APIKEY_COOLDOWN_BY_KIND_TIMEOUT": "90000"},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["apikey"].CooldownByKind.TimeoutMS }, int64(90000)},
+		{"breaker exit run", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_OAUTH_DEGRADED_EXIT_SUCCESSES": "5"},
+			func(c *Config) any { return c.Resilience.CircuitBreaker["oauth"].DegradedExitSuccesses }, 5},
+		{"window gate spec name", map[string]string{"BREAKWATER_PROVIDER_COOLDOWN_APIKEY_FAILURE_THRESHOLD": "20"},
+			func(c *Config) any { return c.Resilience.ProviderCooldown.APIKey }, GateProfile{20, 1800000, 600000}},
+		{"window gate switch", map[string]string{"BREAKWATER_PROVIDER_COOLDOWN_ENABLED": "on"},
+			func(c *Config) any { return c.Resilience.ProviderCooldown.Enabled }, true},
+		{"window gate resilience spelling", map[string]string{"BREAKWATER_RESILIENCE_PROVIDER_COOLDOWN_OAUTH_COOLDOWN_MS": "60000"},
+			func(c *Config) any { return c.Resilience.ProviderCooldown.OAuth.CooldownMS }, int64(60000)},
+		{"emergency fallback default", map[string]string{"BREAKWATER_EMERGENCY_FALLBACK": "true"},
+			func(c *Config) any { return c.Resilience.EmergencyFallback.Enabled }, true},
 		{"spec name wins over resilience spelling", map[string]string{
 			"BREAKWATER_RESILIENCE_CIRCUIT_BREAKER_OAUTH_FAILURE_THRESHOLD": "40",
 			"BREAKWATER_CIRCUIT_BREAKER_OAUTH_FAILURE_THRESHOLD":            "50",
@@ -143,6 +155,15 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 		"BREAKWATER_CIRCUIT_BREAKER_OAUTH_FAILURE_THRESHOLD",
 		"BREAKWATER_CIRCUIT_BREAKER_APIKEY_DEGRADATION_THRESHOLD",
 		"BREAKWATER_CIRCUIT_BREAKER_LOCAL_RESET_MS",
+		"BREAKWATER_CIRCUIT_BREAKER_OAUTH_DEGRADED_EXIT_SUCCESSES",
+		"BREAKWATER_CIRCUIT_BREAKER_APIKEY_MAX_BACKOFF_MULTIPLIER",
+		"BREAKWATER_CIRCUIT_BREAKER_LOCAL_COOLDOWN_BY_KIND_RATE_LIMIT",
+		"BREAKWATER_PROVIDER_COOLDOWN_APIKEY_FAILURE_THRESHOLD",
+		"BREAKWATER_PROVIDER_COOLDOWN_OAUTH_FAILURE_WINDOW_MS",
+		"BREAKWATER_PROVIDER_COOLDOWN_LOCAL_COOLDOWN_MS",
+		"BREAKWATER_RESILIENCE_PROVIDER_COOLDOWN_APIKEY_COOLDOWN_MS",
+		"BREAKWATER_EMERGENCY_FALLBACK",
+		"BREAKWATER_RESILIENCE_EMERGENCY_FALLBACK_TARGETS",
 	} {
 		if !slices.Contains(names, want) {
 			t.Errorf("EnvVars() lacks %s", want)
@@ -155,10 +176,19 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 		}
 	}
 	// Every scalar leaf of the four sections: server 6, state 3, policies 1,
-	// resilience: 3 profiles x (3 breaker + 2 cooldown) + 1 provider_cooldown
-	// + 1 stream_stall + 6 model_lockout + 4 combo wait + 4 queue + 1 quota
-	// share + 2 stream recovery + 5 watchdog + 2; plus 9 spec breaker names.
-	if want := 6 + 3 + 1 + 15 + 1 + 1 + 6 + 4 + 4 + 1 + 2 + 5 + 2 + 9; len(names) != want {
+	// resilience: 3 profiles x (9 breaker + 2 cooldown) + 1 + 3 x 3
+	// provider_cooldown + 1 stream_stall + 6 model_lockout + 4 combo wait +
+	// 4 queue + 1 quota share + 2 stream recovery + 5 watchdog + 2 + 2
+	// emergency_fallback; plus the aliases: 27 spec breaker names, 10
+	// provider cooldown names and BREAKWATER_EMERGENCY_FALLBACK.
+	if want := 6 + 3 + 1 + 33 + 10 + 1 + 6 + 4 + 4 + 1 + 2 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
 		t.Errorf("EnvVars() has %d names, want %d", len(names), want)
 	}
+}
+
+// breakerProfile is a BreakerProfile with the common defaults filled in (3 successes
+// end DEGRADED, cycle growth capped at ×16, every kind cools for reset_ms).
+func breakerProfile(degraded, open int, resetMS int64) BreakerProfile {
+	return BreakerProfile{DegradationThreshold: degraded, FailureThreshold: open, ResetMS: resetMS,
+		DegradedExitSuccesses: 3, MaxBackoffMultiplier: 16}
 }

@@ -287,6 +287,31 @@ func TestErrors(t *testing.T) {
 			at:   "9,", path: "resilience.circuit_breaker.oauth.degradation_threshold", msg: "must be between 0 and failure_threshold (8)",
 		},
 		{
+			name: "breaker kind cooldown below a second",
+			src:  "resilience:\n  circuit_breaker:\n    apikey: {cooldown_by_kind: {timeout: 500}}\n",
+			at:   "500", path: "resilience.circuit_breaker.apikey.cooldown_by_kind.timeout", msg: "must be between 1000 and 86400000 (got 500)",
+		},
+		{
+			name: "breaker multiplier too large",
+			src:  "resilience:\n  circuit_breaker:\n    oauth: {max_backoff_multiplier: 5000}\n",
+			at:   "5000", path: "resilience.circuit_breaker.oauth.max_backoff_multiplier", msg: "must be between 1 and 1024 (got 5000)",
+		},
+		{
+			name: "window gate threshold",
+			src:  "resilience:\n  provider_cooldown:\n    local: {failure_threshold: 2000}\n",
+			at:   "2000", path: "resilience.provider_cooldown.local.failure_threshold", msg: "must be between 1 and 1000 (got 2000)",
+		},
+		{
+			name: "emergency target unknown model",
+			src:  validProvider + "resilience:\n  emergency_fallback: {enabled: true, targets: [p/m, p/nope]}\n",
+			at:   "p/nope", path: "resilience.emergency_fallback.targets[1]", msg: `provider "p" does not list model "nope"`,
+		},
+		{
+			name: "emergency target not provider/model",
+			src:  validProvider + "resilience:\n  emergency_fallback: {targets: [m]}\n",
+			at:   "m]}", path: "resilience.emergency_fallback.targets[0]", msg: `must be provider/model (got "m")`,
+		},
+		{
 			name: "watchdog window below 1000",
 			src:  "resilience:\n  stream_recovery:\n    throughput_watchdog: {window_ms: 999}\n",
 			at:   "999", path: "resilience.stream_recovery.throughput_watchdog.window_ms", msg: "must be between 1000",

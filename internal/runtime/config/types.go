@@ -159,6 +159,7 @@ type Resilience struct {
 	StreamRecovery             StreamRecovery             `yaml:"stream_recovery" json:"stream_recovery"`
 	SessionAffinityTTLMS       int64                      `yaml:"session_affinity_ttl_ms" json:"session_affinity_ttl_ms"`
 	MaxAttemptsPerRequest      int                        `yaml:"max_attempts_per_request" json:"max_attempts_per_request"`
+	EmergencyFallback          EmergencyFallback          `yaml:"emergency_fallback" json:"emergency_fallback"`
 }
 
 // BreakerProfile overrides the circuit breaker thresholds of one profile.
@@ -167,11 +168,48 @@ type BreakerProfile struct {
 	DegradationThreshold int   `yaml:"degradation_threshold" json:"degradation_threshold"`
 	FailureThreshold     int   `yaml:"failure_threshold" json:"failure_threshold"`
 	ResetMS              int64 `yaml:"reset_ms" json:"reset_ms"`
+	// CooldownByKind is the OPEN cooldown per failure kind; 0 = reset_ms.
+	CooldownByKind BreakerKindCooldowns `yaml:"cooldown_by_kind" json:"cooldown_by_kind"`
+	// DegradedExitSuccesses consecutive successes end DEGRADED (default 3).
+	DegradedExitSuccesses int `yaml:"degraded_exit_successes" json:"degraded_exit_successes"`
+	// MaxBackoffMultiplier caps the cycle growth of the OPEN cooldown
+	// (default 16).
+	MaxBackoffMultiplier int `yaml:"max_backoff_multiplier" json:"max_backoff_multiplier"`
 }
 
-// ProviderCooldown configures the provider cooldown window gate (§1b).
+// BreakerKindCooldowns is the OPEN cooldown of each breaker failure kind,
+// in milliseconds; 0 means the profile's reset_ms.
+type BreakerKindCooldowns struct {
+	ServerErrorMS int64 `yaml:"server_error" json:"server_error"`
+	TimeoutMS     int64 `yaml:"timeout" json:"timeout"`
+	TransportMS   int64 `yaml:"transport" json:"transport"`
+	RateLimitMS   int64 `yaml:"rate_limit" json:"rate_limit"`
+}
+
+// ProviderCooldown configures the provider cooldown window gate (§1b): the
+// switch and each profile's threshold, window and cooldown.
 type ProviderCooldown struct {
-	Enabled bool `yaml:"enabled" json:"enabled"`
+	Enabled bool        `yaml:"enabled" json:"enabled"`
+	APIKey  GateProfile `yaml:"apikey" json:"apikey"`
+	OAuth   GateProfile `yaml:"oauth" json:"oauth"`
+	Local   GateProfile `yaml:"local" json:"local"`
+}
+
+// GateProfile is one profile's window gate: failure_threshold failures
+// within failure_window_ms cool the provider for cooldown_ms. Zero fields
+// keep the default.
+type GateProfile struct {
+	FailureThreshold int   `yaml:"failure_threshold" json:"failure_threshold"`
+	FailureWindowMS  int64 `yaml:"failure_window_ms" json:"failure_window_ms"`
+	CooldownMS       int64 `yaml:"cooldown_ms" json:"cooldown_ms"`
+}
+
+// EmergencyFallback configures the emergency fallback of §14: when enabled,
+// a request no target can serve is sent once to Targets
+// ("provider/model", each known to the configuration).
+type EmergencyFallback struct {
+	Enabled bool     `yaml:"enabled" json:"enabled"`
+	Targets []string `yaml:"targets" json:"targets,omitempty"`
 }
 
 // CooldownProfile overrides connection cooldown of one profile.

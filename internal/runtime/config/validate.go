@@ -121,6 +121,7 @@ func (v *validator) config(c *Config) {
 	v.combos(c.Combos)
 	v.keys(c.Keys, conns)
 	v.resilience(&c.Resilience)
+	v.emergencyTargets(c)
 	if c.Policies.Dir == "" {
 		v.errorf("policies.dir", "must not be empty")
 	}
@@ -500,6 +501,23 @@ func (v *validator) resilience(r *Resilience) {
 				b.FailureThreshold, b.DegradationThreshold)
 		}
 		v.rangeCheck(bp+".reset_ms", b.ResetMS, 1000, dayMS)
+		for _, k := range []struct {
+			name string
+			ms   int64
+		}{{"server_error", b.CooldownByKind.ServerErrorMS}, {"timeout", b.CooldownByKind.TimeoutMS},
+			{"transport", b.CooldownByKind.TransportMS}, {"rate_limit", b.CooldownByKind.RateLimitMS}} {
+			if k.ms != 0 {
+				v.rangeCheck(bp+".cooldown_by_kind."+k.name, k.ms, 1000, dayMS)
+			}
+		}
+		v.rangeCheck(bp+".degraded_exit_successes", int64(b.DegradedExitSuccesses), 1, 1000)
+		v.rangeCheck(bp+".max_backoff_multiplier", int64(b.MaxBackoffMultiplier), 1, 1024)
+	}
+	for name, g := range map[string]GateProfile{ProfileAPIKey: r.ProviderCooldown.APIKey, ProfileOAuth: r.ProviderCooldown.OAuth, ProfileLocal: r.ProviderCooldown.Local} {
+		gp := rp + ".provider_cooldown." + name
+		v.rangeCheck(gp+".failure_threshold", int64(g.FailureThreshold), 1, maxBreakerFailure)
+		v.rangeCheck(gp+".failure_window_ms", g.FailureWindowMS, 1000, dayMS)
+		v.rangeCheck(gp+".cooldown_ms", g.CooldownMS, 1000, dayMS)
 	}
 	for _, name := range slices.Sorted(maps.Keys(r.ConnectionCooldown)) {
 		cd := r.ConnectionCooldown[name]
@@ -548,4 +566,24 @@ func (v *validator) resilience(r *Resilience) {
 
 	v.rangeCheck(rp+".session_affinity_ttl_ms", r.SessionAffinityTTLMS, 0, dayMS)
 	v.rangeCheck(rp+".max_attempts_per_request", int64(r.MaxAttemptsPerRequest), 1, maxAttemptsLimit)
+}
+
+// emergencyTargets checks that every resilience.emergency_fallback.targets
+// entry is "provider/model" of a configured provider that lists the model.
+func (v *validator) emergencyTargets(c *Config) {
+	for i, t := range c.Resilience.EmergencyFallback.Targets {
+		p := fmt.Sprintf("resilience.emergency_fallback.targets[%d]", i)
+		pid, model, ok := strings.Cut(t, "/")
+		if !ok || pid == "" || model == "" {
+			v.errorf(p, "must be provider/model (got %q)", t)
+			continue
+		}
+		idx := slices.IndexFunc(c.Providers, func(pc Provider) bool { return pc.ID == pid })
+		switch {
+		case idx < 0:
+			v.errorf(p, "unknown provider %q", pid)
+		case !slices.Contains(c.Providers[idx].Models, model):
+			v.errorf(p, "provider %q does not list model %q", pid, model)
+		}
+	}
 }

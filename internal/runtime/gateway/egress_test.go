@@ -35,8 +35,10 @@ func TestEgressBucketedQuotaCoolsSiblingsOnTheSameEgress(t *testing.T) {
 	if st.ByKey["sk-e1"].Calls == 0 || st.ByKey["sk-e2"].Calls == 0 || st.ByKey["sk-e3"].Calls == 0 {
 		t.Fatalf("setup: every connection must have called once: %+v", st.ByKey)
 	}
-	// e1 hits a quota wall: its sibling e2 on the same egress cools with it.
-	h.setScript(`rules: [{key: sk-e1, responses: [{status: 429, headers: {Retry-After: "60"}, body: '{"error":{"message":"You exceeded your current quota, please check your plan and billing details.","type":"insufficient_quota","code":"insufficient_quota"}}'}]}]`)
+	// e1 hits a renewable quota wall (a free tier's daily limit, not a
+	// billing error, which is credits_exhausted and terminal): its sibling
+	// e2 on the same egress cools with it.
+	h.setScript(`rules: [{key: sk-e1, responses: [{status: 429, headers: {Retry-After: "60"}, body: '{"error":{"message":"Free tier daily limit reached for this address. Try again later.","type":"requests","code":"rate_limit_exceeded"}}'}]}]`)
 	e2Calls := h.mock.Stats().ByKey["sk-e2"].Calls
 	resp := h.post("/v1/chat/completions", chat("free/m", ""))
 	readBody(t, resp)

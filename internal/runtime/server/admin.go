@@ -33,6 +33,9 @@ func (s *Server) adminRoutes() {
 	api.Get("/plugins", s.handleListPlugins)
 	api.Post("/plugins/reload", s.handleReloadPlugins)
 	api.Delete("/resilience/model-cooldowns", s.handleClearLockout)
+	api.Post("/resilience/connections/reset", s.handleResetConnections)
+	api.Get("/resilience/tool-limits", s.handleListToolLimits)
+	api.Delete("/resilience/tool-limits", s.handleClearToolLimit)
 	if s.metrics != nil {
 		s.app.Get("/metrics", s.adminAuth, adaptor.HTTPHandler(s.metrics.Handler()))
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
@@ -348,7 +349,9 @@ func (t *Topology) ModelIDs() []string {
 	return append(models, combos...)
 }
 
-// EngineSpecs describes the providers for the engine.
+// EngineSpecs describes the providers for the engine: profiles, quota
+// families, models, and per connection its cooling switch, its max_wait_ms
+// override and the digest of its credential (engine.CredentialHash).
 func EngineSpecs(cfg *config.Config) []engine.ProviderSpec {
 	out := make([]engine.ProviderSpec, 0, len(cfg.Providers))
 	for _, pc := range cfg.Providers {
@@ -357,6 +360,7 @@ func EngineSpecs(cfg *config.Config) []engine.ProviderSpec {
 			Profile:        engine.Profile(pc.Profile),
 			QuotaFamilies:  pc.QuotaFamilies,
 			EgressBucketed: pc.EgressBucketed,
+			Models:         pc.Models,
 		}
 		if spec.Profile == "" {
 			spec.Profile = engine.ProfileAPIKey
@@ -367,7 +371,14 @@ func EngineSpecs(cfg *config.Config) []engine.ProviderSpec {
 			spec.UseUpstreamRetryHints = spec.Profile == engine.ProfileAPIKey
 		}
 		for _, cc := range pc.Connections {
-			spec.Connections = append(spec.Connections, engine.ConnectionSpec{ID: cc.ID, DisableCooling: cc.DisableCooling})
+			spec.Connections = append(spec.Connections, engine.ConnectionSpec{
+				ID:             cc.ID,
+				DisableCooling: cc.DisableCooling,
+				// The digest of the resolved credential, never the value:
+				// the engine starts the connection clean when it changes.
+				CredentialHash: engine.CredentialHash(cc.APIKey.Value()),
+				MaxWait:        time.Duration(cc.RateLimitOverrides.MaxWaitMS) * time.Millisecond,
+			})
 		}
 		out = append(out, spec)
 	}

@@ -3,7 +3,9 @@ package topology
 import (
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 )
 
@@ -94,5 +96,24 @@ func TestEngineSpecsDefaults(t *testing.T) {
 	}
 	if specs[1].Profile != "oauth" || specs[1].UseUpstreamRetryHints {
 		t.Errorf("oauth provider must not use hints by default: %+v", specs[1])
+	}
+}
+
+func TestEngineSpecsCarryCredentialDigests(t *testing.T) {
+	cfg := cfgWith()
+	cfg.Providers[0].Connections[1].RateLimitOverrides.MaxWaitMS = 90000
+	specs := EngineSpecs(cfg)
+	if len(specs) != 2 || len(specs[0].Connections) != 2 || strings.Join(specs[0].Models, ",") != "m,shared" {
+		t.Fatalf("specs = %+v", specs)
+	}
+	k1, k2 := specs[0].Connections[0], specs[0].Connections[1]
+	if k1.CredentialHash != engine.CredentialHash("s1") || k2.CredentialHash != engine.CredentialHash("s2") || k1.CredentialHash == k2.CredentialHash {
+		t.Errorf("credential digests %q %q", k1.CredentialHash, k2.CredentialHash)
+	}
+	if strings.Contains(k1.CredentialHash, "s1") && len(k1.CredentialHash) != 64 {
+		t.Errorf("the digest is not a SHA-256 hex: %q", k1.CredentialHash)
+	}
+	if k1.MaxWait != 0 || k2.MaxWait != 90*time.Second {
+		t.Errorf("max waits %v %v", k1.MaxWait, k2.MaxWait)
 	}
 }
