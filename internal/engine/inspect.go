@@ -46,3 +46,10 @@ func (g *WindowGate) config(provider string) WindowGateConfig {
 	}
 	return DefaultWindowGateConfig(ProfileAPIKey).Normalize()
 }
+
+// BreakerSnapshot returns provider's breaker as Health reads it (lazy
+// recovery applied), with its exact deadlines: RetryAt for an OPEN breaker,
+// OpenedAt, LastFailureAt and the last transitions.
+func (e *Engine) BreakerSnapshot(provider string) BreakerSnapshot {
+	return e.breakers.Peek(provider)
+}

@@ -169,3 +169,10 @@ func (l *Log) Since(seq uint64) ([]Record, uint64) {
 	}
 	return out, l.seq
 }
+
+// Last returns the newest sequence number (0 before the first Add).
+func (l *Log) Last() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.seq
+}
