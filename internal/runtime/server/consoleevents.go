@@ -29,9 +29,9 @@ const (
 	// statePoll is how often a stream looks for a changed state, new
 	// requests and new overview samples; it sends only what changed.
 	statePoll = 500 * time.Millisecond
-	// keepAlive is the longest a stream stays silent: a write is also
-	// how a client that left is noticed.
-	keepAlive = 5 * time.Second
+	// keepAlive is the longest a stream stays silent: a failed write is
+	// how a client that left is noticed (within about two of them).
+	keepAlive = 2 * time.Second
 )
 
 // ticketBook holds the single-use tickets that open an event stream. Only
