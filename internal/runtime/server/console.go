@@ -110,7 +110,7 @@ type consoleState struct {
 	// Streams counts the open console event streams.
 	Streams int64 `json:"live_streams"`
 	// Flags are the resilience feature switches, for the overview.
-	Flags  map[string]bool       `json:"flags"`
+	Flags  map[string]bool `json:"flags"`
 	byConn map[string]*connState
 }
 
