@@ -148,24 +148,28 @@ type providerState struct {
 // connState is one connection: cooldown, terminal state, admission and
 // usage-wall opt-ins. It never holds credentials.
 type connState struct {
-	ID                  string            `json:"id"`
-	Ref                 string            `json:"ref"`
-	Status              engine.TestStatus `json:"status"`
-	Terminal            bool              `json:"terminal"`
-	CoolingUntil        time.Time         `json:"cooling_until,omitzero"`
-	BackoffLevel        int               `json:"backoff_level"`
-	LastError           string            `json:"last_error,omitempty"`
-	LastErrorType       string            `json:"last_error_type,omitempty"`
-	ErrorCode           int               `json:"error_code,omitempty"`
-	Protected           bool              `json:"protected"`
-	RateLimitProtection bool              `json:"rate_limit_protection"`
-	Queued              int               `json:"queued"`
-	Running             int               `json:"running"`
-	Rejections          int64             `json:"rejections"`
-	PausedUntil         time.Time         `json:"paused_until,omitzero"`
-	LowPriorityMode     bool              `json:"low_priority_mode"`
-	AutoLimitReset      bool              `json:"auto_limit_reset"`
-	Wall                *wallStateView    `json:"usage_wall,omitempty"`
+	ID           string            `json:"id"`
+	Ref          string            `json:"ref"`
+	Status       engine.TestStatus `json:"status"`
+	Terminal     bool              `json:"terminal"`
+	CoolingUntil time.Time         `json:"cooling_until,omitzero"`
+	BackoffLevel int               `json:"backoff_level"`
+	// TerminalAt is when the connection entered its terminal state; zero
+	// until the engine records it (see the console's hooks in
+	// docs/console.md).
+	TerminalAt          time.Time      `json:"terminal_at,omitzero"`
+	LastError           string         `json:"last_error,omitempty"`
+	LastErrorType       string         `json:"last_error_type,omitempty"`
+	ErrorCode           int            `json:"error_code,omitempty"`
+	Protected           bool           `json:"protected"`
+	RateLimitProtection bool           `json:"rate_limit_protection"`
+	Queued              int            `json:"queued"`
+	Running             int            `json:"running"`
+	Rejections          int64          `json:"rejections"`
+	PausedUntil         time.Time      `json:"paused_until,omitzero"`
+	LowPriorityMode     bool           `json:"low_priority_mode"`
+	AutoLimitReset      bool           `json:"auto_limit_reset"`
+	Wall                *wallStateView `json:"usage_wall,omitempty"`
 }
 
 // wallStateView is a connection's usage-wall lane and reset state (§2b).
