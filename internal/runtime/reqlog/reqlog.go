@@ -11,6 +11,8 @@ package reqlog
 import (
 	"sync"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/internal/ring"
 )
 
 // DefaultCapacity is the number of requests the console keeps.
@@ -94,11 +96,9 @@ type Record struct {
 type Log struct {
 	clock Clock
 
-	mu    sync.Mutex
-	buf   []Record
-	start int
-	n     int
-	seq   uint64
+	mu  sync.Mutex
+	buf *ring.Ring[Record]
+	seq uint64 // the newest record's number
 }
 
 // New returns a Log keeping the last capacity records (DefaultCapacity
@@ -107,7 +107,7 @@ func New(capacity int, clock Clock) *Log {
 	if capacity <= 0 {
 		capacity = DefaultCapacity
 	}
-	return &Log{clock: clock, buf: make([]Record, capacity)}
+	return &Log{clock: clock, buf: ring.New[Record](capacity)}
 }
 
 // Add stores r, numbering it and stamping At when it is zero, and returns
@@ -120,13 +120,7 @@ func (l *Log) Add(r Record) uint64 {
 	l.mu.Lock()
 	l.seq++
 	r.Seq = l.seq
-	if l.n == len(l.buf) {
-		l.buf[l.start] = r
-		l.start = (l.start + 1) % len(l.buf)
-	} else {
-		l.buf[(l.start+l.n)%len(l.buf)] = r
-		l.n++
-	}
+	l.buf.Push(r)
 	l.mu.Unlock()
 	return r.Seq
 }
@@ -135,12 +129,13 @@ func (l *Log) Add(r Record) uint64 {
 func (l *Log) List(limit int) []Record {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if limit <= 0 || limit > l.n {
-		limit = l.n
+	n := l.buf.Len()
+	if limit <= 0 || limit > n {
+		limit = n
 	}
 	out := make([]Record, 0, limit)
-	for i := l.n - 1; i >= l.n-limit; i-- {
-		out = append(out, l.buf[(l.start+i)%len(l.buf)])
+	for i := n - 1; i >= n-limit; i-- {
+		out = append(out, l.buf.At(i))
 	}
 	return out
 }
@@ -149,11 +144,11 @@ func (l *Log) List(limit int) []Record {
 func (l *Log) Get(seq uint64) (Record, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	oldest := l.seq - uint64(l.n) + 1
-	if l.n == 0 || seq < oldest || seq > l.seq {
+	oldest := l.seq - uint64(l.buf.Len()) + 1
+	if l.buf.Len() == 0 || seq < oldest || seq > l.seq {
 		return Record{}, false
 	}
-	return l.buf[(l.start+int(seq-oldest))%len(l.buf)], true
+	return l.buf.At(int(seq - oldest)), true
 }
 
 // Since returns the kept records numbered after seq, oldest first, and the
@@ -161,11 +156,10 @@ func (l *Log) Get(seq uint64) (Record, bool) {
 func (l *Log) Since(seq uint64) ([]Record, uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	oldest := l.seq - uint64(l.n) + 1
-	from := max(seq+1, oldest)
+	oldest := l.seq - uint64(l.buf.Len()) + 1
 	var out []Record
-	for s := from; s <= l.seq && l.n > 0; s++ {
-		out = append(out, l.buf[(l.start+int(s-oldest))%len(l.buf)])
+	for s := max(seq+1, oldest); s <= l.seq; s++ {
+		out = append(out, l.buf.At(int(s-oldest)))
 	}
 	return out, l.seq
 }

@@ -13,6 +13,8 @@ import (
 	"math"
 	"sync"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/internal/ring"
 )
 
 // Default interval and span of the console's ring.
@@ -111,9 +113,7 @@ type Ring struct {
 	span time.Duration
 
 	mu      sync.Mutex
-	buf     []Sample
-	start   int // index of the oldest sample
-	n       int
+	buf     *ring.Ring[Sample]
 	prev    Totals
 	prevAt  time.Time
 	hasPrev bool
@@ -128,7 +128,7 @@ func New(interval, span time.Duration) *Ring {
 	if span < interval {
 		span = interval
 	}
-	return &Ring{span: span, buf: make([]Sample, int(span/interval))}
+	return &Ring{span: span, buf: ring.New[Sample](int(span / interval))}
 }
 
 // Observe takes the reading t made at now. The first reading, and a
@@ -147,13 +147,7 @@ func (r *Ring) Observe(now time.Time, t Totals) (Sample, bool) {
 	if !ok {
 		return Sample{}, false
 	}
-	if r.n == len(r.buf) {
-		r.buf[r.start] = s
-		r.start = (r.start + 1) % len(r.buf)
-	} else {
-		r.buf[(r.start+r.n)%len(r.buf)] = s
-		r.n++
-	}
+	r.buf.Push(s)
 	return s, true
 }
 
@@ -190,14 +184,14 @@ func (r *Ring) delta(now time.Time, t Totals) (Sample, bool) {
 func (r *Ring) Samples(since time.Time) []Sample {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]Sample, 0, r.n)
-	if r.n == 0 {
+	n := r.buf.Len()
+	out := make([]Sample, 0, n)
+	if n == 0 {
 		return out
 	}
-	newest := r.buf[(r.start+r.n-1)%len(r.buf)].At
-	floor := newest.Add(-r.span)
-	for i := 0; i < r.n; i++ {
-		s := r.buf[(r.start+i)%len(r.buf)]
+	floor := r.buf.At(n - 1).At.Add(-r.span)
+	for i := range n {
+		s := r.buf.At(i)
 		if s.At.After(since) && s.At.After(floor) {
 			out = append(out, s)
 		}
