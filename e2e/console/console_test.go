@@ -300,7 +300,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		b.clean("settings")
 	})
 
-	step(t, b, g, "combos: edit with a bad then a good target, delete", func(t *testing.T) {
+	step(t, b, g, "combos: edit with a bad then a good target, delete, create", func(t *testing.T) {
 		b.page("combos", has(`[data-combo="spread"]`))
 		if !strings.Contains(b.text(`[data-combo="spread"]`), "weighted") {
 			t.Fatalf("combo spread card: %q", b.text(`[data-combo="spread"]`))
@@ -337,6 +337,20 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 			if path(c, "name") == "spread" && path(c, "source") != "config" {
 				t.Fatalf("admin API after delete: %v", c)
 			}
+		}
+		// Create one.
+		b.click(`[data-action="new-combo"]`)
+		b.wait("empty editor", has("#combo-editor #combo-name"), 3*time.Second)
+		b.set("#combo-name", "e2e-new")
+		b.set(`[data-path="targets[0].model"]`, "alpha/m2")
+		b.click("#combo-save")
+		b.wait("new combo listed", has(`[data-combo="e2e-new"]`), 3*time.Second)
+		found := false
+		for _, c := range g.get("/api/combos")["combos"].([]any) {
+			found = found || (path(c, "name") == "e2e-new" && path(c, "targets", 0, "model") == "alpha/m2")
+		}
+		if !found {
+			t.Fatal("admin API: the new combo e2e-new is missing")
 		}
 		b.clean("combos")
 	})
