@@ -30,7 +30,7 @@ func Config(mockURL, listen string) []byte {
 }
 
 // Script returns the demo mock's script: demo-a rate limited now and
-// then, demo-flaky failing half of its calls.
+// then, demo-flaky failing three calls in five.
 func Script() *mock.Script {
 	s, err := mock.ParseScript([]byte(mockYAML))
 	if err != nil {

@@ -43,8 +43,12 @@ func TestDemoShowsFailuresWithinAMinute(t *testing.T) {
 		t.Fatalf("sent %d requests, want 20", n)
 	}
 	h := gw.Engine.Health()
-	if tr := h.Providers["demo-flaky"].Transitions; len(tr) == 0 {
-		t.Fatal("demo-flaky's breaker never changed state: the console's timeline would stay empty")
+	opened := false
+	for _, tr := range h.Providers["demo-flaky"].Transitions {
+		opened = opened || tr.To == "OPEN"
+	}
+	if !opened {
+		t.Fatalf("demo-flaky's breaker never opened: %+v", h.Providers["demo-flaky"].Transitions)
 	}
 	if h.CoolingConnections == 0 && h.Lockouts == 0 {
 		t.Fatal("no cooldown and no lockout after 20 demo requests: the console's cooldown panels would stay empty")
