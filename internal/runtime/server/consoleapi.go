@@ -14,6 +14,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/series"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
@@ -43,7 +44,7 @@ func (s *Server) handleConsoleSeries(c *fiber.Ctx) error {
 		}
 		since = t
 	}
-	return c.JSON(fiber.Map{"interval_ms": s.console.interval.Milliseconds(), "span_ms": (15 * time.Minute).Milliseconds(),
+	return c.JSON(fiber.Map{"interval_ms": s.console.interval.Milliseconds(), "span_ms": series.DefaultSpan.Milliseconds(),
 		"metrics": s.metrics != nil, "samples": s.console.series.Samples(since)})
 }
 
