@@ -6,7 +6,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 GOBIN     := $(shell $(GO) env GOPATH)/bin
 STATICCHECK_VERSION := v0.8.2
 
-.PHONY: run build test test-deps compat-deps compat-docs lint bench clean
+.PHONY: run build test test-deps compat-deps compat-docs lint bench clean console-screenshots
 
 run: build
 	./$(BIN) serve
@@ -42,12 +42,18 @@ test: test-deps compat-deps build
 	BREAKWATER_COMPAT=1 $(GO) test -count=1 -timeout 5m ./compat/...
 	cd sdk && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && $(GO) test -count=1 ./...
 	cd examples/quota-header-plugin && $(GO) vet ./... && GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd e2e/console && $(GO) vet ./... && $(GO) test -count=1 -timeout 5m ./...
+
+# console-screenshots refreshes docs/console/*.png from the console's browser test.
+console-screenshots:
+	cd e2e/console && $(GO) test -count=1 -timeout 5m ./... -args -screenshots $(CURDIR)/docs/console
 
 lint:
 	@test -x $(GOBIN)/staticcheck || $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GOBIN)/staticcheck ./...
+	cd e2e/console && $(GO) vet ./... && $(GOBIN)/staticcheck ./...
 
 # PROFILE=1 also writes CPU and allocation profiles of the gateway for
 # every scenario to bench/results/profiles (the gateway runs with --pprof).

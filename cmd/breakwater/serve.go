@@ -30,6 +30,7 @@ func newDemoToken() string {
 
 func newServeCommand(g *globalFlags) *cobra.Command {
 	var cfgPath, listen, demoToken, pprofAddr string
+	demoTraffic := true
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the gateway (the embedded demo when no configuration is given)",
@@ -55,7 +56,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 			var cfg *config.Config
 			var demoMock *mock.Server
 			if cfgPath == "" {
-				demoMock = mock.New(nil, log.Named("demo"))
+				demoMock = mock.New(demo.Script(), log.Named("demo"))
 				mockAddr, err := demoMock.Start("127.0.0.1:0")
 				if err != nil {
 					return fmt.Errorf("starting the demo's mock upstream: %w", err)
@@ -91,8 +92,16 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 				return err
 			}
 			if demoMock != nil {
-				fmt.Fprintf(cmd.OutOrStdout(), "\nBreakwater demo is up on http://%s. Try:\n\n%s\n\nDashboard: http://%s/dashboard (admin token for this run: %s)\n\n",
+				fmt.Fprintf(cmd.OutOrStdout(), "\nBreakwater demo is up on http://%s. Try:\n\n%s\n\nConsole: http://%s/dashboard\nAdmin token for this run: %s\n",
 					gw.Addr(), demo.Curl(gw.Addr()), gw.Addr(), demoToken)
+				if demoTraffic {
+					tctx, stopTraffic := context.WithCancel(ctx)
+					defer stopTraffic()
+					go demo.Traffic(tctx, "http://"+gw.Addr(), demo.TrafficInterval, demo.TrafficLimit)
+					fmt.Fprintf(cmd.OutOrStdout(), "The demo sends itself a request every %v (its mock fails some on purpose) so the console has something to show; --demo-traffic=false turns that off.\n",
+						demo.TrafficInterval)
+				}
+				fmt.Fprintln(cmd.OutOrStdout())
 			} else {
 				fmt.Fprintf(cmd.OutOrStdout(), "breakwater listening on http://%s\n", gw.Addr())
 			}
@@ -114,6 +123,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&cfgPath, "config", "", "configuration file (default ./breakwater.yaml, else the embedded demo)")
 	cmd.Flags().StringVar(&listen, "listen", "", "listen address, overriding server.listen")
+	cmd.Flags().BoolVar(&demoTraffic, "demo-traffic", true, "in the embedded demo, send a request every 1.5 s so the console shows live data")
 	// Hidden: Go runtime profiles on a loopback address, for the benchmark.
 	cmd.Flags().StringVar(&pprofAddr, "pprof", "", "serve Go runtime profiles (/debug/pprof/) on this loopback address")
 	_ = cmd.Flags().MarkHidden("pprof")

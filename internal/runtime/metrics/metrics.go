@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -42,6 +43,20 @@ type Metrics struct {
 	streamEvents     *prometheus.CounterVec
 	policyDecisions  *prometheus.CounterVec
 	policyLatency    prometheus.Histogram
+	streamTTFB       prometheus.Histogram
+
+	// onRequest receives every finished request (the console's request
+	// log); nil = none.
+	onRequest atomic.Pointer[func(RequestInfo)]
+}
+
+// RequestInfo is one finished client request as Request records it.
+type RequestInfo struct {
+	Endpoint, Provider, Model string
+	Status                    int
+	Code                      string
+	Attempts                  int
+	Total, Upstream           time.Duration
 }
 
 // New builds the collectors and registers them, with the Go runtime and
@@ -82,9 +97,11 @@ func New() *Metrics {
 		Help: "Failure classifications by deciding source (operator, plugin, builtin, default) and reason."}, []string{"source", "reason"})
 	m.policyLatency = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "policy_decision_seconds",
 		Help: "Time to restate and classify one upstream failure.", Buckets: prometheus.ExponentialBuckets(0.000005, 2.5, 10)})
+	m.streamTTFB = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "stream_ttfb_seconds",
+		Help: "Time from a streamed request's arrival to its first byte sent to the client.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)})
 	m.reg.MustRegister(m.requests, m.attempts, m.attemptsPerReq, m.upstreamLatency, m.overhead, m.breakerTrans,
 		m.cooldowns, m.terminal, m.lockoutsArmed, m.exclusions, m.admissionRejects, m.admissionWait, m.streamEvents,
-		m.policyDecisions, m.policyLatency,
+		m.policyDecisions, m.policyLatency, m.streamTTFB,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -107,7 +124,26 @@ func (m *Metrics) Request(endpoint, provider, model string, status int, code str
 	if oh := total - upstream; oh >= 0 {
 		m.overhead.Observe(oh.Seconds())
 	}
+	if fn := m.onRequest.Load(); fn != nil {
+		(*fn)(RequestInfo{Endpoint: endpoint, Provider: provider, Model: model, Status: status, Code: code,
+			Attempts: attempts, Total: total, Upstream: upstream})
+	}
 }
+
+// OnRequest installs fn to receive every request Request records (nil
+// removes it). fn runs on the request's goroutine: it must be fast and
+// must not block.
+func (m *Metrics) OnRequest(fn func(RequestInfo)) {
+	if fn == nil {
+		m.onRequest.Store(nil)
+		return
+	}
+	m.onRequest.Store(&fn)
+}
+
+// StreamTTFB records the time from a streamed request's arrival to its
+// first byte committed to the client.
+func (m *Metrics) StreamTTFB(d time.Duration) { m.streamTTFB.Observe(d.Seconds()) }
 
 // Attempt records one upstream attempt's outcome reason ("success" for a
 // 2xx).

@@ -9,12 +9,15 @@ import (
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/runtime/dashboard"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // adminRoutes mounts the admin API of docs/api.md behind the admin token.
 func (s *Server) adminRoutes() {
+	// EventSource cannot send an Authorization header: the console's live
+	// stream is opened with a single-use ticket obtained with the admin
+	// token. It is mounted before the admin group's token check.
+	s.app.Get("/api/console/events", s.handleConsoleEvents)
 	api := s.app.Group("/api", s.adminAuth)
 	api.Get("/monitoring/health", s.handleHealth)
 	api.Post("/resilience/reset", s.handleResetBreakers)
@@ -39,15 +42,10 @@ func (s *Server) adminRoutes() {
 	if s.metrics != nil {
 		s.app.Get("/metrics", s.adminAuth, adaptor.HTTPHandler(s.metrics.Handler()))
 	}
-	page := func(c *fiber.Ctx) error {
-		c.Set(fiber.HeaderContentType, fiber.MIMETextHTMLCharsetUTF8)
-		c.Set("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'")
-		c.Set("X-Frame-Options", "DENY")
-		c.Set("Referrer-Policy", "no-referrer")
-		return c.Send(dashboard.Page())
-	}
-	s.app.Get("/", page)
-	s.app.Get("/dashboard", page)
+	s.mountConsole(api)
+	s.app.Get("/", s.handleConsolePage)
+	s.app.Get("/dashboard", s.handleConsolePage)
+	s.app.Get("/dashboard/assets/:name", s.handleConsoleAsset)
 	api.Get("/version", func(c *fiber.Ctx) error { return c.JSON(fiber.Map{"version": s.version}) })
 }
 
@@ -132,6 +130,10 @@ func (s *Server) handlePatchResilience(c *fiber.Ctx) error {
 	if err != nil {
 		if !errors.Is(err, engine.ErrInvalidSettings) {
 			return s.engineError(c, err)
+		}
+		var fe engine.FieldErrors
+		if errors.As(err, &fe) && len(fe) > 0 { // name the first invalid setting in param
+			return s.adminError(c, badRequest(fe[0].Path, strings.TrimPrefix(fe.Error(), fe[0].Path+": ")))
 		}
 		field, msg := splitFieldError(err.Error())
 		return s.adminError(c, badRequest(field, msg))

@@ -112,6 +112,8 @@ type Server struct {
 	leasesInUse bool
 	reqPrefix   string
 	reqSeq      atomic.Uint64
+	// console is the operator console's state (console.go).
+	console *console
 }
 
 // New builds a Server; it opens no socket.

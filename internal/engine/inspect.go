@@ -1,0 +1,55 @@
+package engine
+
+import "time"
+
+// WindowGateView is one provider's window gate (docs/resilience.md §1b) as
+// the operator's console shows it.
+type WindowGateView struct {
+	// Enabled is resilience.provider_cooldown.enabled: off, the gate
+	// counts nothing and cools nothing.
+	Enabled    bool  `json:"enabled"`
+	Threshold  int   `json:"threshold"`
+	WindowMS   int64 `json:"window_ms"`
+	CooldownMS int64 `json:"cooldown_ms"`
+	// FailuresInWindow counts the distinct connections whose failure is
+	// still inside the window.
+	FailuresInWindow int       `json:"failures_in_window"`
+	CoolingUntil     time.Time `json:"cooling_until,omitzero"`
+	// Connections holds the connection entries still cooling or
+	// remembered.
+	Connections map[string]ConnectionBackoff `json:"connections,omitempty"`
+}
+
+// WindowGateView returns provider's window gate with expired parts left
+// out. It does not change routing state.
+func (e *Engine) WindowGateView(provider string) WindowGateView {
+	cfg := e.gate.config(provider)
+	snap := e.gate.Snapshot(provider)
+	return WindowGateView{
+		Enabled:          e.settings.Load().ProviderCooldown.Enabled,
+		Threshold:        cfg.Threshold,
+		WindowMS:         cfg.Window.Milliseconds(),
+		CooldownMS:       cfg.Cooldown.Milliseconds(),
+		FailuresInWindow: len(snap.Failures),
+		CoolingUntil:     snap.CoolingUntil,
+		Connections:      snap.Connections,
+	}
+}
+
+// config returns provider's settings (the apikey defaults for a provider
+// never configured).
+func (g *WindowGate) config(provider string) WindowGateConfig {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ws := g.byName[provider]; ws != nil {
+		return ws.cfg
+	}
+	return DefaultWindowGateConfig(ProfileAPIKey).Normalize()
+}
+
+// BreakerSnapshot returns provider's breaker as Health reads it (lazy
+// recovery applied), with its exact deadlines: RetryAt for an OPEN breaker,
+// OpenedAt, LastFailureAt and the last transitions.
+func (e *Engine) BreakerSnapshot(provider string) BreakerSnapshot {
+	return e.breakers.Peek(provider)
+}
