@@ -11,13 +11,9 @@ type WindowGateView struct {
 	Threshold  int   `json:"threshold"`
 	WindowMS   int64 `json:"window_ms"`
 	CooldownMS int64 `json:"cooldown_ms"`
-	// FailuresInWindow counts the distinct connections whose failure is
-	// still inside the window.
+	// FailuresInWindow counts the failures still inside the window.
 	FailuresInWindow int       `json:"failures_in_window"`
 	CoolingUntil     time.Time `json:"cooling_until,omitzero"`
-	// Connections holds the connection entries still cooling or
-	// remembered.
-	Connections map[string]ConnectionBackoff `json:"connections,omitempty"`
 }
 
 // WindowGateView returns provider's window gate with expired parts left
@@ -32,7 +28,6 @@ func (e *Engine) WindowGateView(provider string) WindowGateView {
 		CooldownMS:       cfg.Cooldown.Milliseconds(),
 		FailuresInWindow: len(snap.Failures),
 		CoolingUntil:     snap.CoolingUntil,
-		Connections:      snap.Connections,
 	}
 }
 

@@ -154,10 +154,11 @@ type connState struct {
 	Terminal     bool              `json:"terminal"`
 	CoolingUntil time.Time         `json:"cooling_until,omitzero"`
 	BackoffLevel int               `json:"backoff_level"`
-	// TerminalAt is when the connection entered its terminal state; zero
-	// until the engine records it (see the console's hooks in
-	// docs/console.md).
+	// TerminalAt, TerminalReason and TerminalRule say when and why the
+	// connection entered its terminal state.
 	TerminalAt          time.Time      `json:"terminal_at,omitzero"`
+	TerminalReason      string         `json:"terminal_reason,omitempty"`
+	TerminalRule        string         `json:"terminal_rule,omitempty"`
 	LastError           string         `json:"last_error,omitempty"`
 	LastErrorType       string         `json:"last_error_type,omitempty"`
 	ErrorCode           int            `json:"error_code,omitempty"`
@@ -255,6 +256,7 @@ func (s *Server) consoleSnapshot() consoleState {
 		cs.Status, cs.BackoffLevel = cd.TestStatus, cd.BackoffLevel
 		cs.LastError, cs.LastErrorType, cs.ErrorCode = cd.LastError, cd.LastErrorType, cd.ErrorCode
 		cs.Terminal = isTerminal(cd.TestStatus)
+		cs.TerminalAt, cs.TerminalReason, cs.TerminalRule = cd.TerminalAt, cd.TerminalReason, cd.TerminalRule
 		if cd.RateLimitedUntil.After(now) {
 			cs.CoolingUntil = cd.RateLimitedUntil
 		}

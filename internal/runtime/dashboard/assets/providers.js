@@ -28,10 +28,17 @@ function timeline(p) {
 
 function gateLine(p) {
   const g = p.window_gate;
-  if (!g.enabled) return h('div', { class: 'muted', text: `Window gate off (provider_cooldown.enabled); would cool after ${g.threshold} failing connections within ${fmtDur(g.window_ms)} for ${fmtDur(g.cooldown_ms)}.` });
+  if (!g.enabled) return h('div', { class: 'muted', text: `Window gate off (provider_cooldown.enabled); would cool after ${g.threshold} failures within ${fmtDur(g.window_ms)} for ${fmtDur(g.cooldown_ms)}.` });
   const cooling = !isZeroTime(g.cooling_until);
   return h('div', { class: 'gate' }, 'Window gate: ', cooling ? [badge('cooling'), ' for ', countdown(g.cooling_until)] : badge('open', 'ok'),
-    ` · ${g.failures_in_window}/${g.threshold} failing connection(s) within ${fmtDur(g.window_ms)}, cools ${fmtDur(g.cooldown_ms)}`);
+    ` · ${g.failures_in_window}/${g.threshold} failures within ${fmtDur(g.window_ms)}, cools ${fmtDur(g.cooldown_ms)}`);
+}
+
+// terminalText says when and why a connection became terminal.
+function terminalText(c, lastErr) {
+  const since = c.terminal_at ? ' since ' + fmtTime(c.terminal_at) : '';
+  const why = c.terminal_reason || lastErr || '';
+  return `${c.status}${since}${why ? ': ' + why : ''}${c.terminal_rule ? ' (rule ' + c.terminal_rule + ')' : ''}`;
 }
 
 function connStatus(c, lockouts) {
@@ -65,7 +72,7 @@ function connRow(p, c, lockouts) {
     h('td', null, h('strong', { text: c.id }), wall),
     h('td', null, connStatus(c, lockouts)),
     h('td', { text: String(c.backoff_level) }),
-    h('td', { class: 'err', text: lastErr || '–', title: c.terminal ? 'terminal: ' + (c.terminal_at ? 'since ' + fmtTime(c.terminal_at) + ', ' : '') + lastErr : lastErr }),
+    h('td', { class: 'err', text: c.terminal ? terminalText(c, lastErr) : (lastErr || '–'), title: lastErr }),
     h('td', { text: `${c.queued} / ${c.running}` + (c.rejections ? ` · ${c.rejections} refused` : '') }),
     h('td', null, h('label', { class: 'switch' }, prot, c.protected ? ' queued' : ' direct')),
     h('td', { class: 'actions' }, clear, ' ', reset));
