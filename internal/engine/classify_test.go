@@ -231,3 +231,37 @@ func BenchmarkDefaultClassifierClassify(b *testing.B) {
 		c.Classify(in)
 	}
 }
+
+// protocolFault stands in for upstream.ProtocolError.
+type protocolFault struct{}
+
+func (protocolFault) Error() string         { return "upstream protocol error: response headers exceed 64 KiB" }
+func (protocolFault) ProtocolFault() string { return "response headers exceed 64 KiB" }
+
+// TestDefaultClassifierProtocolErrors pins issue 19 items 3 and 10: a
+// redirect and a broken answer are the provider's failure (fail over, back
+// the connection off) but never a transport failure of the provider, and
+// never trip the breaker.
+func TestDefaultClassifierProtocolErrors(t *testing.T) {
+	for _, in := range []ErrorInput{
+		{Provider: "p", Status: 301, Body: "<html>moved</html>"},
+		{Provider: "p", Status: 302},
+		{Provider: "p", Status: 307},
+		{Provider: "p", Status: 308},
+		{Provider: "p", TransportErr: fmt.Errorf("call: %w", protocolFault{})},
+	} {
+		o := DefaultClassifier{}.Classify(in)
+		if o.Reason != ReasonServerError || o.Scope != ScopeConnection || !o.Retryable || o.Permanent || o.Transport || TripsBreaker(o) {
+			t.Fatalf("%d/%v classified %+v", in.Status, in.TransportErr, o)
+		}
+		if !affectsConnection(o) || !countsForWindowGate(o) {
+			t.Fatalf("%d: a protocol error must back the connection off", in.Status)
+		}
+		if in.Status != 0 && (o.RuleID != fmt.Sprintf("default.%d.redirect", in.Status) || !strings.Contains(o.Message, "redirect not followed")) {
+			t.Fatalf("%d: rule %q message %q", in.Status, o.RuleID, o.Message)
+		}
+		if in.Status == 0 && (o.RuleID != "default.protocol" || o.Message != "upstream protocol error: response headers exceed 64 KiB") {
+			t.Fatalf("protocol fault: rule %q message %q", o.RuleID, o.Message)
+		}
+	}
+}
