@@ -216,6 +216,8 @@ func TestUnsolicitedCompressedBodies(t *testing.T) {
 	}
 }
 
-func flateWriter(w io.Writer) (io.WriteCloser, error) { return flate.NewWriter(w, flate.DefaultCompression) }
+func flateWriter(w io.Writer) (io.WriteCloser, error) {
+	return flate.NewWriter(w, flate.DefaultCompression)
+}
 
 func zlibWriter(w io.Writer) io.WriteCloser { return zlib.NewWriter(w) }
