@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
 // DefaultRuleSource is the RuleSource of every outcome of DefaultClassifier.
@@ -354,16 +356,11 @@ func jsonString(raw json.RawMessage) string {
 	return s
 }
 
-// sanitizeMessage collapses whitespace, redacts credential-like tokens and
-// truncates to maxMessageLen bytes on a rune boundary.
+// sanitizeMessage collapses whitespace, removes credential-like tokens
+// (redact.String) and truncates to maxMessageLen bytes on a rune boundary.
+// Redaction comes first, so truncation never leaves part of a key.
 func sanitizeMessage(msg string) string {
-	fields := strings.Fields(msg)
-	for i, f := range fields {
-		if looksSecret(f) {
-			fields[i] = "[redacted]"
-		}
-	}
-	s := strings.Join(fields, " ")
+	s := redact.String(strings.Join(strings.Fields(msg), " "))
 	if len(s) <= maxMessageLen {
 		return s
 	}
@@ -372,36 +369,4 @@ func sanitizeMessage(msg string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// looksSecret reports whether a whitespace-free word looks like a key or
-// token: a known key prefix, or a separator-free segment of 20+ characters
-// mixing letters and digits (model names have short segments and survive).
-func looksSecret(word string) bool {
-	w := strings.Trim(word, `"'.,;:()[]{}<>`)
-	if strings.HasPrefix(w, "AIza") && len(w) >= 12 {
-		return true
-	}
-	if strings.HasPrefix(w, "sk-") && len(w) >= 12 && !strings.Contains(w, "*") {
-		return true
-	}
-	seg, letters, digits := 0, false, false
-	for i := 0; i <= len(w); i++ {
-		if i == len(w) || strings.IndexByte("-_./+=:", w[i]) >= 0 {
-			if seg >= 20 && letters && digits {
-				return true
-			}
-			seg, letters, digits = 0, false, false
-			continue
-		}
-		c := w[i]
-		switch {
-		case c >= '0' && c <= '9':
-			digits = true
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			letters = true
-		}
-		seg++
-	}
-	return false
 }
