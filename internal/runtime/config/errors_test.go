@@ -252,6 +252,16 @@ func TestErrors(t *testing.T) {
 			at:   "101", path: "resilience.max_attempts_per_request", msg: "must be between 1 and 100 (got 101)",
 		},
 		{
+			name: "policy eval timeout over a minute",
+			src:  "policies:\n  eval_timeout_ms: 60001\n",
+			at:   "60001", path: "policies.eval_timeout_ms", msg: "must be between 1 and 60000 (got 60001)",
+		},
+		{
+			name: "negative policy eval timeout",
+			src:  "policies:\n  eval_timeout_ms: -5\n",
+			at:   "-5", path: "policies.eval_timeout_ms", msg: "must be between 1 and 60000 (got -5)",
+		},
+		{
 			name: "lockout max below base",
 			src:  "resilience:\n  model_lockout: {base_cooldown_ms: 600000, max_cooldown_ms: 300000}\n",
 			at:   "300000", path: "resilience.model_lockout.max_cooldown_ms", msg: "must be at least base_cooldown_ms (600000)",
