@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -26,6 +25,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/regfile"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
@@ -36,6 +36,11 @@ const (
 	// DefaultCallTimeout is the deadline of one hook call.
 	DefaultCallTimeout = 50 * time.Millisecond
 )
+
+// MaxPluginBytes bounds a plugin's .wasm file. A path that is not a
+// regular file (a device, a named pipe) or a larger file fails to load at
+// once (see regfile.Read).
+const MaxPluginBytes = 64 << 20
 
 // instantiateTimeout bounds creating one instance (the guest's runtime
 // initialisation, _initialize); it is not part of a call's deadline.
@@ -267,9 +272,9 @@ func (h *Host) apply(ctx context.Context, specs []Spec) error {
 	var errs []error
 	for i, s := range specs {
 		cur := old.byName[s.Name]
-		bin, err := os.ReadFile(s.Path)
+		bin, err := regfile.Read(s.Path, MaxPluginBytes)
 		if err != nil {
-			err = fmt.Errorf("plugin %q: %w", s.Name, err)
+			err = fmt.Errorf("plugin %q: read %s: %w", s.Name, s.Path, err)
 			errs = append(errs, err)
 			cur.setLastError(err)
 			continue

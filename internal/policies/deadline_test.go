@@ -3,8 +3,10 @@ package policies
 import (
 	"bytes"
 	"context"
+	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -140,5 +142,26 @@ classify := {"id": "echo", "reason": input.body, "scope": "connection"} if input
 		if strings.Contains(all, "plain-configured-value") || strings.Contains(all, "sk-proj-") {
 			t.Fatalf("credential in the outcome or trace:\n%s", all)
 		}
+	}
+}
+
+// TestPolicyDirFIFO: a .rego path that is a named pipe would block the
+// reload (and start-up) on open; it rejects the file set at once and the
+// built-in policies keep serving.
+func TestPolicyDirFIFO(t *testing.T) {
+	dir := t.TempDir()
+	if err := syscall.Mkfifo(filepath.Join(dir, "pipe.rego"), 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	done := make(chan *fixture, 1)
+	go func() { done <- newFixture(t, Options{Dir: dir}) }()
+	select {
+	case f := <-done:
+		st := f.p.Status()
+		if !strings.Contains(st.LastError, "not a regular file (a named pipe)") || strings.Contains(st.Revision, "+operator") {
+			t.Fatalf("status %+v", st)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("loading the policy directory blocked on a FIFO")
 	}
 }

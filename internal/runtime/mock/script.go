@@ -7,13 +7,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/breakwater-dev/breakwater/internal/regfile"
 )
 
 // Script tells the mock how to answer. Rules are tried in order; the first
@@ -219,11 +220,12 @@ func ParseScript(data []byte) (*Script, error) {
 	return s, nil
 }
 
-// LoadScript reads and parses the script file at path.
+// LoadScript reads and parses the script file at path: a regular file of
+// at most 1 MiB, as POST /_mock/script takes.
 func LoadScript(path string) (*Script, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.Read(path, maxScriptBytes)
 	if err != nil {
-		return nil, fmt.Errorf("load mock script: %w", err)
+		return nil, fmt.Errorf("load mock script %s: %w", path, err)
 	}
 	s, err := ParseScript(data)
 	if err != nil {
