@@ -25,6 +25,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 	"github.com/breakwater-dev/breakwater/internal/regfile"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
@@ -72,6 +73,10 @@ type Options struct {
 	// reuse (default GOMAXPROCS). More are created under load and closed
 	// when returned to a full pool.
 	MaxIdleInstances int
+	// Redactor removes configured credentials from guest log lines and
+	// plugin errors (guests see upstream error bodies, which may echo a
+	// credential); nil removes key-shaped tokens only.
+	Redactor *redact.Redactor
 }
 
 // Spec is one configured plugin (config: plugins[]).
@@ -98,12 +103,16 @@ type Status struct {
 	// Deadline is how call deadlines are enforced: "instrumented" (cheap
 	// checks injected at load) or "runtime" (wazero's, several times
 	// slower; used when the module cannot be instrumented).
-	Deadline  string    `json:"deadline"`
-	Calls     uint64    `json:"calls"`
-	Errors    uint64    `json:"errors"`
-	P99Micros int64     `json:"p99_us"`
-	LoadedAt  time.Time `json:"loaded_at"`
-	LastError string    `json:"last_error,omitempty"`
+	Deadline string `json:"deadline"`
+	Calls    uint64 `json:"calls"`
+	Errors   uint64 `json:"errors"`
+	// LogsDropped counts guest log lines dropped by the per-call bound
+	// (MaxLogLinesPerCall) or the plugin's rate (LogBurst,
+	// LogLinesPerSecond).
+	LogsDropped uint64    `json:"logs_dropped"`
+	P99Micros   int64     `json:"p99_us"`
+	LoadedAt    time.Time `json:"loaded_at"`
+	LastError   string    `json:"last_error,omitempty"`
 }
 
 // Host runs the configured plugins. Its hook methods are goroutine-safe and
@@ -115,6 +124,7 @@ type Host struct {
 	store    engine.Store
 	timeout  time.Duration
 	maxIdle  int
+	redact   *redact.Redactor
 	cache    wazero.CompilationCache
 	rtConfig wazero.RuntimeConfig
 
@@ -153,6 +163,7 @@ func NewHost(_ context.Context, opts Options) (*Host, error) {
 		store:   opts.Store,
 		timeout: opts.CallTimeout,
 		maxIdle: opts.MaxIdleInstances,
+		redact:  opts.Redactor,
 	}
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()
