@@ -234,9 +234,17 @@ func scan(body []byte) (Request, error) {
 			}
 			r.Model, r.modelStart, r.modelEnd = m, vStart, s.i
 		case keyStream:
-			r.Stream = bytes.Equal(val, []byte("true"))
+			b, ok := boolValue(val)
+			if !ok {
+				return r, &FieldError{Field: "stream", Message: "must be a boolean"}
+			}
+			r.Stream = b
 		case keyBackground:
-			r.Background = bytes.Equal(val, []byte("true"))
+			b, ok := boolValue(val)
+			if !ok {
+				return r, &FieldError{Field: "background", Message: "must be a boolean"}
+			}
+			r.Background = b
 			r.bgStart, r.bgEnd = vStart, s.i
 		case keyInput:
 			r.HasInput = len(val) > 0 && !bytes.Equal(val, []byte("null")) && !bytes.Equal(val, []byte(`""`)) && !bytes.Equal(val, []byte("[]"))
@@ -251,6 +259,18 @@ func scan(body []byte) (Request, error) {
 		return r, &FieldError{Field: "model", Message: "is required"}
 	}
 	return r, nil
+}
+
+// boolValue reads a JSON boolean; null is false. Anything else (a string
+// "true", a number) is refused: upstream readers disagree on its truth.
+func boolValue(val []byte) (bool, bool) {
+	switch string(val) {
+	case "true":
+		return true, true
+	case "false", "null":
+		return false, true
+	}
+	return false, false
 }
 
 // printable reports whether s is valid UTF-8 without control characters

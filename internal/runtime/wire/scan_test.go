@@ -141,6 +141,9 @@ func TestRoutingKeysMeanOneThing(t *testing.T) {
 		{"escaped messages", `{"model":"m","m\u0065ssages":[1],"messages":[1],"input":"x"}`, "messages"},
 		{"duplicate input", `{"model":"m","messages":[1],"input":"","input":"x"}`, "input"},
 		{"escaped background", `{"model":"m","messages":[1],"input":"x","b\u0061ckground":true}`, "background"},
+		{"stream as a string", `{"model":"m","messages":[1],"input":"x","stream":"true"}`, "stream"},
+		{"stream as a number", `{"model":"m","messages":[1],"input":"x","stream":1}`, "stream"},
+		{"background as a string", `{"model":"m","messages":[1],"input":"x","background":"yes"}`, "background"},
 		{"model with a control byte", `{"model":"a\u0000b","messages":[1],"input":"x"}`, "model"},
 		{"model with a lone surrogate", `{"model":"a\ud800","messages":[1],"input":"x"}`, "model"},
 	}
