@@ -320,7 +320,8 @@ type regoResult struct {
 // run is ClassifyContext with an optional trace for Explain.
 func (p *Pipeline) run(ctx context.Context, in engine.ErrorInput, tr *tracer) (engine.Outcome, *decision) {
 	o, d := p.judgeAttempt(ctx, in, tr)
-	o.Message = p.redact.String(o.Message)
+	// A rule id is the policy's text and may quote the input.
+	o.Message, o.RuleID = p.redact.String(o.Message), p.redact.String(o.RuleID)
 	return o, d
 }
 
