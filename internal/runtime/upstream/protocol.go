@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/valyala/fasthttp"
@@ -110,7 +111,9 @@ func fastError(err error) error {
 
 // netError turns a net/http client error into the package's errors:
 // oversized or unparseable answers into a ProtocolError (net/http reports
-// them only as text), anything else unchanged.
+// them only as text), anything else into "upstream call: " and the cause
+// without the request URL (which may carry a key in its query), the cause
+// still reachable with errors.Is and errors.As.
 func netError(err error) error {
 	s := err.Error()
 	switch {
@@ -118,6 +121,10 @@ func netError(err error) error {
 		return protocolErr(ErrHeaderTooLarge, "")
 	case strings.Contains(s, "malformed HTTP"), strings.Contains(s, "malformed MIME header"):
 		return protocolErr(ErrMalformedResponse, "")
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return fmt.Errorf("upstream call: %w", ue.Err)
 	}
 	return err
 }

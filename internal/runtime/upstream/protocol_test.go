@@ -221,3 +221,15 @@ func flateWriter(w io.Writer) (io.WriteCloser, error) {
 }
 
 func zlibWriter(w io.Writer) io.WriteCloser { return zlib.NewWriter(w) }
+
+// TestErrorsDoNotQuoteTheURL: a transport error of the streaming client
+// does not carry the request URL, which may hold a key in its query.
+func TestErrorsDoNotQuoteTheURL(t *testing.T) {
+	p := NewPool(Timeouts{Connect: time.Second})
+	defer p.Close()
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/v1/models?key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", nil)
+	_, err := p.Do(req, Route{}, nil)
+	if err == nil || strings.Contains(err.Error(), "AIza") || !strings.Contains(err.Error(), "connection refused") {
+		t.Fatalf("err = %v", err)
+	}
+}
