@@ -5,7 +5,6 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -33,24 +32,6 @@ restate := {"id": "slowpoke.restate", "to_status": 429} if {
 }
 `
 
-// syncBuffer is a goroutine-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestEvaluationDeadline: every evaluation of the slow policy is cut at
 // its deadline, the attempt is judged by the built-in policies (a 503 is
 // transient), each attempt waits at most about one deadline, and the
@@ -58,7 +39,8 @@ func (s *syncBuffer) String() string {
 func TestEvaluationDeadline(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir, "slow.rego", slowPolicy)
-	var logs syncBuffer
+	// The pipeline logs from the calling goroutine only (no watcher runs).
+	var logs bytes.Buffer
 	f := newFixture(t, Options{Dir: dir, EvalTimeout: 50 * time.Millisecond,
 		Logger: hclog.New(&hclog.LoggerOptions{Output: &logs, Level: hclog.Warn})})
 	if st := f.p.Status(); st.LastError != "" || !strings.Contains(st.Revision, "+operator.") {
