@@ -76,10 +76,12 @@
 // serving (Reload, Status). An evaluation that fails at run time (two
 // restate values, say) falls back to the built-in policies for that attempt.
 // Every evaluation has a deadline (Options.EvalTimeout, config
-// policies.eval_timeout_ms, default 50 ms) and ends with the caller's
-// request (ClassifyContext): a policy that would compute for seconds is
-// cancelled, the attempt is judged by the built-in policies, and the
-// timeout is counted (Status.EvalTimeouts) and logged once per revision.
+// policies.eval_timeout_ms, default 50 ms; the built-in policies alone get
+// at least 1 s, so a stalled scheduler does not cut the gateway's own
+// rules) and ends with the caller's request (ClassifyContext): a policy
+// that would compute for seconds is cancelled, the attempt is judged by the
+// built-in policies, and the timeout is counted (Status.EvalTimeouts) and
+// logged once per revision.
 //
 // # Cost
 //

@@ -36,6 +36,13 @@ const MaxBodyBytes = 64 << 10
 // (Options.EvalTimeout; config policies.eval_timeout_ms).
 const DefaultEvalTimeout = 50 * time.Millisecond
 
+// minBuiltinTimeout is the least deadline of an evaluation of the built-in
+// policies alone: they are the gateway's own, tested with it, and take
+// tens of microseconds, so only a stalled machine reaches it; cutting them
+// at a tight operator deadline would judge attempts by the bare defaults
+// whenever the scheduler hiccups.
+const minBuiltinTimeout = time.Second
+
 // Options configure New.
 type Options struct {
 	// Store persists the operator rules (OperatorRulesKey); nil keeps them
@@ -87,7 +94,8 @@ type Options struct {
 // and an evaluation in flight finishes on the revision it started with.
 // Pipeline is goroutine-safe.
 //
-// Every evaluation has a deadline (Options.EvalTimeout) and ends when the
+// Every evaluation has a deadline (Options.EvalTimeout; at least
+// minBuiltinTimeout for the built-in policies alone) and ends when the
 // caller's context does (ClassifyContext). An evaluation of the serving
 // revision that overruns its deadline is cancelled, counted
 // (Status.EvalTimeouts) and logged once per revision, and the rest of the
@@ -140,6 +148,9 @@ type pipelineState struct {
 	// log (Status counts them all); slow once an evaluation timeout was.
 	warned *atomic.Bool
 	slow   *atomic.Bool
+	// builtinOnly reports that queries hold the built-in policies alone
+	// (no operator file), which get the built-in deadline.
+	builtinOnly bool
 }
 
 // queries are the prepared queries of one policy set, shared by every
@@ -219,11 +230,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("policies: %w", err)
 	}
 	p.state.Store(&pipelineState{
-		revision: b.revision,
-		queries:  p.fallback,
-		rules:    rules,
-		warned:   new(atomic.Bool),
-		slow:     new(atomic.Bool),
+		revision:    b.revision,
+		queries:     p.fallback,
+		rules:       rules,
+		warned:      new(atomic.Bool),
+		slow:        new(atomic.Bool),
+		builtinOnly: true,
 	})
 	if err := p.Reload(ctx); err != nil {
 		p.log.Error("operator policies rejected; serving the built-in policies", "dir", p.dir, "error", err)
@@ -505,7 +517,7 @@ func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *
 		}
 		return q.classified
 	}
-	rs, err := p.evalQuery(ctx, pick(st.queries), input)
+	rs, err := p.evalQuery(ctx, pick(st.queries), input, p.deadline(st.builtinOnly))
 	if err != nil {
 		if ctx.Err() != nil {
 			tr.addf("rego: caller gone; no rule applied")
@@ -519,7 +531,7 @@ func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *
 					"revision", st.revision, "error", p.redact.String(err.Error()))
 			}
 		}
-		if rs, err = p.evalQuery(ctx, pick(p.fallback), input); err != nil {
+		if rs, err = p.evalQuery(ctx, pick(p.fallback), input, p.deadline(true)); err != nil {
 			if ctx.Err() == nil {
 				p.log.Error("built-in policy evaluation failed", "error", p.redact.String(err.Error()))
 			}
@@ -544,8 +556,17 @@ func (p *Pipeline) timedOut(st *pipelineState, err error, tr *tracer) bool {
 		p.log.Warn("policy evaluation exceeded its deadline and was cancelled; falling back to the built-in policies (logged once per revision)",
 			"revision", st.revision, "operator_files", st.opFiles, "eval_timeout", p.timeout)
 	}
-	st.queries = p.fallback
+	st.queries, st.builtinOnly = p.fallback, true
 	return true
+}
+
+// deadline is the deadline of an evaluation: Options.EvalTimeout, or at
+// least minBuiltinTimeout for the built-in policies alone.
+func (p *Pipeline) deadline(builtinOnly bool) time.Duration {
+	if builtinOnly {
+		return max(p.timeout, minBuiltinTimeout)
+	}
+	return p.timeout
 }
 
 // judge evaluates the judged query of revision st for in, as sent. It
@@ -553,7 +574,7 @@ func (p *Pipeline) timedOut(st *pipelineState, err error, tr *tracer) bool {
 // two-query path, which falls back per query to the built-in policies as
 // eval does (after a timeout, st already serves the built-in queries).
 func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc, tr *tracer) (regoResult, bool) {
-	rs, err := p.evalQuery(ctx, st.queries.judged, doc.value(doc.original))
+	rs, err := p.evalQuery(ctx, st.queries.judged, doc.value(doc.original), p.deadline(st.builtinOnly))
 	if err != nil {
 		if ctx.Err() == nil {
 			p.timedOut(st, err, tr)
@@ -571,11 +592,11 @@ func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc, 
 // contexts) cancel, instead of the goroutine per evaluation OPA otherwise
 // starts to watch ctx. A cancelled evaluation fails with a topdown
 // cancel error.
-func (p *Pipeline) evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+func (p *Pipeline) evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value, timeout time.Duration) (rego.ResultSet, error) {
 	c := p.caches.get()
 	defer p.caches.put(c)
 	cancel := topdown.NewCancel()
-	deadline := time.AfterFunc(p.timeout, cancel.Cancel)
+	deadline := time.AfterFunc(timeout, cancel.Cancel)
 	defer deadline.Stop()
 	if ctx.Done() != nil {
 		stop := context.AfterFunc(ctx, cancel.Cancel)
