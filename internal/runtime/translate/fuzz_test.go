@@ -32,10 +32,47 @@ func addSeeds(f *testing.F, dirs ...string) {
 
 const fuzzModel = "fuzz/model"
 
-// FuzzRequests runs both request translators: each answers a valid JSON
-// body carrying the requested model, or a FieldError naming a field.
+// responsesCall is a parsed Responses request (the SDK's full shape) for
+// the Responses answer and stream translators.
+func responsesCall(tb testing.TB) *ResponsesCall {
+	tb.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "responses", "requests", "sdk_full.json"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	c, err := ParseResponses(b)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
+// checkFieldError fails unless err is a FieldError naming a field.
+func checkFieldError(t *testing.T, name string, err error) {
+	t.Helper()
+	var fe *FieldError
+	if !errors.As(err, &fe) || fe.Field == "" {
+		t.Fatalf("%s: an error that is not a FieldError: %v", name, err)
+	}
+}
+
+// checkModel fails unless out is JSON whose model is fuzzModel.
+func checkModel(t *testing.T, name string, out []byte) {
+	t.Helper()
+	var doc struct {
+		Model string `json:"model"`
+	}
+	if err := json.Unmarshal(out, &doc); err != nil || doc.Model != fuzzModel {
+		t.Fatalf("%s: output %v, model %q:\n%s", name, err, doc.Model, out)
+	}
+}
+
+// FuzzRequests runs every request translator (Chat Completions ⇄
+// Messages, Responses → both, count_tokens): each answers a valid JSON
+// body (carrying the requested model where there is one), or a FieldError
+// naming a field.
 func FuzzRequests(f *testing.F) {
-	addSeeds(f, "openai/requests", "anthropic/requests")
+	addSeeds(f, "openai/requests", "anthropic/requests", "responses/requests")
 	f.Add([]byte(`{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png;base64,AAAA"}}]}]}`))
 	f.Add([]byte(`{"model":"m","max_tokens":1,"messages":[{"role":"assistant","content":[{"type":"tool_use","id":"t","name":"n","input":{}}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
@@ -45,18 +82,28 @@ func FuzzRequests(f *testing.F) {
 		} {
 			out, err := tr(body, fuzzModel)
 			if err != nil {
-				var fe *FieldError
-				if !errors.As(err, &fe) || fe.Field == "" {
-					t.Fatalf("%s: an error that is not a FieldError: %v", name, err)
-				}
+				checkFieldError(t, name, err)
 				continue
 			}
-			var doc struct {
-				Model string `json:"model"`
+			checkModel(t, name, out)
+		}
+		if c, err := ParseResponses(body); err != nil {
+			checkFieldError(t, "responses", err)
+		} else {
+			for name, tr := range map[string]func(string) ([]byte, error){
+				"responses→chat": c.ChatRequest, "responses→anthropic": c.AnthropicRequest,
+			} {
+				if out, err := tr(fuzzModel); err != nil {
+					checkFieldError(t, name, err)
+				} else {
+					checkModel(t, name, out)
+				}
 			}
-			if err := json.Unmarshal(out, &doc); err != nil || doc.Model != fuzzModel {
-				t.Fatalf("%s: output %v, model %q:\n%s", name, err, doc.Model, out)
-			}
+		}
+		if out, err := CountTokens(body); err != nil {
+			checkFieldError(t, "count_tokens", err)
+		} else if !json.Valid(out) {
+			t.Fatalf("count_tokens: invalid JSON %s", out)
 		}
 	})
 }
@@ -67,10 +114,13 @@ func FuzzRequests(f *testing.F) {
 func FuzzResponses(f *testing.F) {
 	addSeeds(f, "openai/responses", "anthropic/responses", "openai/errors", "anthropic/errors")
 	f.Add([]byte(`<html>502</html>`))
+	c := responsesCall(f)
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for name, tr := range map[string]func([]byte, string) ([]byte, error){
-			"anthropic→openai": AnthropicToOpenAIResponse,
-			"openai→anthropic": OpenAIToAnthropicResponse,
+			"anthropic→openai":    AnthropicToOpenAIResponse,
+			"openai→anthropic":    OpenAIToAnthropicResponse,
+			"chat→responses":      c.ChatResponse,
+			"anthropic→responses": c.AnthropicResponse,
 		} {
 			if out, err := tr(body, fuzzModel); err == nil && !json.Valid(out) {
 				t.Fatalf("%s: invalid JSON:\n%s", name, out)
@@ -93,10 +143,13 @@ func FuzzResponses(f *testing.F) {
 // they refuse.
 func FuzzStreams(f *testing.F) {
 	addSeeds(f, "openai/streams", "anthropic/streams")
+	c := responsesCall(f)
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		for name, newTr := range map[string]func(string) Translator{
-			"openai→anthropic": NewOpenAIToAnthropicStream,
-			"anthropic→openai": NewAnthropicToOpenAIStream,
+			"openai→anthropic":    NewOpenAIToAnthropicStream,
+			"anthropic→openai":    NewAnthropicToOpenAIStream,
+			"chat→responses":      c.NewChatStream,
+			"anthropic→responses": c.NewAnthropicStream,
 		} {
 			tr := newTr(fuzzModel)
 			rd := sse.NewReader(bytes.NewReader(stream))
