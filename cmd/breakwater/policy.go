@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"time"
 
@@ -12,8 +11,12 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/policies"
+	"github.com/breakwater-dev/breakwater/internal/regfile"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
+
+// maxBodyFile bounds the --body file of policy eval.
+const maxBodyFile = 4 << 20
 
 func newPolicyCommand(g *globalFlags) *cobra.Command {
 	cmd := &cobra.Command{Use: "policy", Short: "Test and evaluate the Rego provider rules"}
@@ -51,9 +54,9 @@ func newPolicyCommand(g *globalFlags) *cobra.Command {
 			in := engine.ErrorInput{Provider: provider, Connection: connection, Model: model, Profile: engine.Profile(profile),
 				Status: status, Headers: map[string]string{}, Now: time.Now()}
 			if bodyFile != "" {
-				b, err := os.ReadFile(bodyFile)
+				b, err := regfile.Read(bodyFile, maxBodyFile)
 				if err != nil {
-					return fmt.Errorf("reading --body: %w", err)
+					return fmt.Errorf("reading --body %s: %w", bodyFile, err)
 				}
 				in.Body = string(b)
 			}

@@ -200,7 +200,7 @@ func (e *Engine) Cooldowns(provider string) []ConnectionStatus {
 			RateLimitedUntil: st.RateLimitedUntil,
 			RemainingMS:      max(st.RateLimitedUntil.Sub(now), 0).Milliseconds(),
 			BackoffLevel:     st.BackoffLevel,
-			LastError:        st.LastError,
+			LastError:        e.redact.String(st.LastError),
 			LastErrorType:    st.LastErrorType,
 			ErrorCode:        st.ErrorCode,
 			TerminalAt:       st.TerminalAt,

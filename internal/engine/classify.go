@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
 // DefaultRuleSource is the RuleSource of every outcome of DefaultClassifier.
@@ -25,7 +27,13 @@ const maxMessageLen = 200
 // with a variant suffix):
 //
 //   - transport error: network_error, provider scope, retryable; a
-//     cancelled context is a client_abort that locks nothing.
+//     cancelled context is a client_abort that locks nothing; a
+//     ProtocolFault (an answer that arrived broken: oversized headers, an
+//     undecodable body) is server_error, connection scope, retryable, and
+//     is not a transport failure (it never trips the breaker).
+//   - 3xx: a redirect, which the gateway never follows: server_error,
+//     connection scope, retryable (the provider's answer is unusable; the
+//     breaker, which counts only 408 and 5xx, is not tripped).
 //   - 400: bad_request, not retryable; model-does-not-exist text is
 //     not_found, model scope, retryable.
 //   - 401: auth_error, connection scope, retryable; ban or deactivation text
@@ -69,6 +77,8 @@ func (DefaultClassifier) Classify(in ErrorInput) Outcome {
 	id := "default." + strconv.Itoa(status)
 	variant := ""
 	switch {
+	case status >= 300 && status <= 399:
+		o.Reason, o.Scope, o.Retryable, variant = ReasonServerError, ScopeConnection, true, "redirect"
 	case status == 400:
 		if isModelMissing(text) {
 			o.Reason, o.Scope, o.Retryable, variant = ReasonNotFound, ScopeModel, true, "model_not_found"
@@ -119,10 +129,27 @@ func (DefaultClassifier) Classify(in ErrorInput) Outcome {
 	o.RuleID = id
 	o.RetryHint, o.RetryHintSource, _ = ParseRetryHint(in.Headers, in.Body, in.Now)
 	o.Message = "upstream " + strconv.Itoa(status)
-	if msg := upstreamMessage(in.Body); msg != "" {
+	if variant == "redirect" {
+		// The body of a redirect is the redirecting host's, not an error
+		// message of the provider.
+		o.Message += ": redirect not followed (check the provider's base_url)"
+	} else if msg := upstreamMessage(in.Body); msg != "" {
 		o.Message += ": " + msg
 	}
 	return o
+}
+
+// ProtocolFault is implemented by a transport error that is in fact the
+// upstream's broken answer rather than a failure to reach it: headers too
+// large, a body over the bound or in an encoding that cannot be decoded, a
+// response that does not parse (upstream.ProtocolError). ProtocolFault
+// describes the fault in a few words, without upstream bytes.
+// DefaultClassifier classifies it as server_error in connection scope:
+// failed over and backed off like a 5xx of that connection, but not
+// counted as a provider transport failure by the breaker.
+type ProtocolFault interface {
+	error
+	ProtocolFault() string
 }
 
 // classifyTransport fills o for an attempt that got no HTTP answer.
@@ -130,6 +157,13 @@ func classifyTransport(o *Outcome, err error) {
 	if errors.Is(err, context.Canceled) {
 		o.Reason, o.RuleID = ReasonClientAbort, "default.client_abort"
 		o.Message = "request cancelled before upstream answered"
+		return
+	}
+	var pf ProtocolFault
+	if errors.As(err, &pf) {
+		o.Reason, o.Scope, o.Retryable = ReasonServerError, ScopeConnection, true
+		o.RuleID = "default.protocol"
+		o.Message = sanitizeMessage("upstream protocol error: " + pf.ProtocolFault())
 		return
 	}
 	o.Reason, o.Scope, o.Retryable, o.Transport = ReasonNetworkError, ScopeProvider, true, true
@@ -322,16 +356,11 @@ func jsonString(raw json.RawMessage) string {
 	return s
 }
 
-// sanitizeMessage collapses whitespace, redacts credential-like tokens and
-// truncates to maxMessageLen bytes on a rune boundary.
+// sanitizeMessage collapses whitespace, removes credential-like tokens
+// (redact.String) and truncates to maxMessageLen bytes on a rune boundary.
+// Redaction comes first, so truncation never leaves part of a key.
 func sanitizeMessage(msg string) string {
-	fields := strings.Fields(msg)
-	for i, f := range fields {
-		if looksSecret(f) {
-			fields[i] = "[redacted]"
-		}
-	}
-	s := strings.Join(fields, " ")
+	s := redact.String(strings.Join(strings.Fields(msg), " "))
 	if len(s) <= maxMessageLen {
 		return s
 	}
@@ -340,36 +369,4 @@ func sanitizeMessage(msg string) string {
 		cut--
 	}
 	return s[:cut] + "…"
-}
-
-// looksSecret reports whether a whitespace-free word looks like a key or
-// token: a known key prefix, or a separator-free segment of 20+ characters
-// mixing letters and digits (model names have short segments and survive).
-func looksSecret(word string) bool {
-	w := strings.Trim(word, `"'.,;:()[]{}<>`)
-	if strings.HasPrefix(w, "AIza") && len(w) >= 12 {
-		return true
-	}
-	if strings.HasPrefix(w, "sk-") && len(w) >= 12 && !strings.Contains(w, "*") {
-		return true
-	}
-	seg, letters, digits := 0, false, false
-	for i := 0; i <= len(w); i++ {
-		if i == len(w) || strings.IndexByte("-_./+=:", w[i]) >= 0 {
-			if seg >= 20 && letters && digits {
-				return true
-			}
-			seg, letters, digits = 0, false, false
-			continue
-		}
-		c := w[i]
-		switch {
-		case c >= '0' && c <= '9':
-			digits = true
-		case c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z':
-			letters = true
-		}
-		seg++
-	}
-	return false
 }

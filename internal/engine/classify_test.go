@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
 func errCanceled() error { return context.Canceled }
@@ -155,7 +157,7 @@ func TestDefaultClassifierMessage(t *testing.T) {
 		{"multi-line text", "line one\nline two", "upstream 429"},
 		{"long text", long, "upstream 429"},
 		{"empty", "", "upstream 429"},
-		{"key redacted", `{"error":{"message":"Incorrect API key provided: sk-proj-abcdefghijklmnop1234567890XYZ. See docs."}}`, "upstream 429: Incorrect API key provided: [redacted] See docs."},
+		{"key redacted", `{"error":{"message":"Incorrect API key provided: sk-proj-abcdefghijklmnop1234567890XYZ. See docs."}}`, "upstream 429: Incorrect API key provided: [redacted]. See docs."},
 		{"google key redacted", `{"error":{"message":"API key AIzaSyA1b2C3d4E5f6G7h8 not valid"}}`, "upstream 429: API key [redacted] not valid"},
 		{"token redacted", `{"error":{"message":"token eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abc is expired"}}`, "upstream 429: token [redacted] is expired"},
 		{"masked key kept", `{"error":{"message":"Incorrect API key provided: sk-proj-****abcd"}}`, "upstream 429: Incorrect API key provided: sk-proj-****abcd"},
@@ -229,5 +231,71 @@ func BenchmarkDefaultClassifierClassify(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		c.Classify(in)
+	}
+}
+
+// protocolFault stands in for upstream.ProtocolError.
+type protocolFault struct{}
+
+func (protocolFault) Error() string         { return "upstream protocol error: response headers exceed 64 KiB" }
+func (protocolFault) ProtocolFault() string { return "response headers exceed 64 KiB" }
+
+// TestDefaultClassifierProtocolErrors pins issue 19 items 3 and 10: a
+// redirect and a broken answer are the provider's failure (fail over, back
+// the connection off) but never a transport failure of the provider, and
+// never trip the breaker.
+func TestDefaultClassifierProtocolErrors(t *testing.T) {
+	for _, in := range []ErrorInput{
+		{Provider: "p", Status: 301, Body: "<html>moved</html>"},
+		{Provider: "p", Status: 302},
+		{Provider: "p", Status: 307},
+		{Provider: "p", Status: 308},
+		{Provider: "p", TransportErr: fmt.Errorf("call: %w", protocolFault{})},
+	} {
+		o := DefaultClassifier{}.Classify(in)
+		if o.Reason != ReasonServerError || o.Scope != ScopeConnection || !o.Retryable || o.Permanent || o.Transport || TripsBreaker(o) {
+			t.Fatalf("%d/%v classified %+v", in.Status, in.TransportErr, o)
+		}
+		if !affectsConnection(o) || !countsForWindowGate(o) {
+			t.Fatalf("%d: a protocol error must back the connection off", in.Status)
+		}
+		if in.Status != 0 && (o.RuleID != fmt.Sprintf("default.%d.redirect", in.Status) || !strings.Contains(o.Message, "redirect not followed")) {
+			t.Fatalf("%d: rule %q message %q", in.Status, o.RuleID, o.Message)
+		}
+		if in.Status == 0 && (o.RuleID != "default.protocol" || o.Message != "upstream protocol error: response headers exceed 64 KiB") {
+			t.Fatalf("protocol fault: rule %q message %q", o.RuleID, o.Message)
+		}
+	}
+}
+
+// TestLastErrorIsRedacted pins issue 19 item 4 for the engine: an upstream
+// that echoes the gateway's key must not leave it in the connection's
+// last_error, neither for a configured value of any shape nor for a
+// key-shaped token.
+func TestLastErrorIsRedacted(t *testing.T) {
+	clock := NewFakeClock(engEpoch)
+	e, err := New(context.Background(), Options{Clock: clock, Store: newMemStore(clock), Providers: testProviders(),
+		Redactor: redact.New("plain-configured-value")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{
+		`{"error":{"message":"Incorrect API key provided: plain-configured-value","code":"invalid_api_key"}}`,
+		`{"error":{"message":"Incorrect API key provided: sk-proj-AbC123dEf456GhI789jKl012mNo345","code":"invalid_api_key"}}`,
+	} {
+		o := e.Classify(ErrorInput{Provider: "openai", Connection: "key-a", Model: "gpt-4o", Status: 401, Body: body, Now: clock.Now()})
+		if err := e.RecordFailure(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		cs := e.Cooldowns("openai")
+		if len(cs) == 0 {
+			t.Fatal("no cooldown recorded")
+		}
+		for _, c := range cs {
+			if strings.Contains(c.LastError, "plain-configured-value") || strings.Contains(c.LastError, "sk-proj-") || !strings.Contains(c.LastError, redact.Mask) {
+				t.Fatalf("last_error %q", c.LastError)
+			}
+		}
+		clock.Advance(time.Hour)
 	}
 }

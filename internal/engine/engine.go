@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
 // Exclusion reasons, as reported by Engine.Check and in the
@@ -87,6 +89,11 @@ type Options struct {
 	// (a configured provider that lists the model, or lists no models).
 	// It returns an error naming what is wrong.
 	ValidateTarget func(target string) error
+	// Redactor removes the configured credentials from the error messages
+	// the engine keeps (a connection's last_error) and shows; nil removes
+	// key-shaped tokens only (DefaultClassifier's messages never hold
+	// them).
+	Redactor *redact.Redactor
 }
 
 // providerState is the engine's view of one provider.
@@ -123,6 +130,7 @@ type Engine struct {
 	store      Store
 	log        hclog.Logger
 	classifier Classifier
+	redact     *redact.Redactor
 
 	breakers  *Breakers
 	gate      *WindowGate
@@ -164,6 +172,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		store:      o.Store,
 		log:        o.Logger,
 		classifier: o.Classifier,
+		redact:     o.Redactor,
 		cooldowns:  newCooldowns(),
 		lockouts:   newLockouts(),
 		tools:      newToolLimits(),
@@ -587,6 +596,7 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 	}
 	ps := e.providerFor(o.Provider, o.Profile)
 	o = egressScope(ps, o)
+	o.Message = e.redact.String(o.Message)
 	if !TripsBreaker(o) {
 		e.breakers.ReleaseProbe(o.Provider)
 	}

@@ -115,3 +115,26 @@ func FuzzParseResetText(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseRetryHint: whatever the headers and body say, a hint is never
+// negative nor over MaxRetryHint, and no hint means no wait.
+func FuzzParseRetryHint(f *testing.F) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	f.Add("retry-after", "120", "", int64(0))
+	f.Add("retry-after", "Sun, 01 Jun 2025 12:00:30 GMT", "", int64(0))
+	f.Add("retry-after-ms", "1500.5", "", int64(0))
+	f.Add("x-ratelimit-reset-requests", "6m0s", "x-ratelimit-remaining-requests: 0", int64(0))
+	f.Add("x-ratelimit-reset", "1748779260", "", int64(0))
+	f.Add("x-ratelimit-reset-tokens", "2025-06-01T12:01:00Z", "", int64(-5))
+	f.Add("x", "y", `{"error":{"message":"Please retry after 2h30m14s"}}`, int64(1))
+	f.Add("retry-after", "1e309", "Resets in 164h27m24s", int64(0))
+	f.Fuzz(func(t *testing.T, name, value, body string, offset int64) {
+		h := map[string]string{name: value, "x-ratelimit-remaining-requests": "0"}
+		for _, at := range []time.Time{{}, now.Add(time.Duration(offset))} {
+			d, source, ok := ParseRetryHint(h, body, at)
+			if d < 0 || d > MaxRetryHint || (!ok && (d != 0 || source != "")) || (ok && source == "") {
+				t.Fatalf("ParseRetryHint(%q: %q, %q, %v) = %v, %q, %v", name, value, body, at, d, source, ok)
+			}
+		}
+	})
+}

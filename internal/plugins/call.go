@@ -174,7 +174,7 @@ func (p *plugin) invoke(ctx context.Context, kind hookKind, input []byte, decode
 		p.setLastError(err)
 		if ok, suppressed := p.errLog.allow(time.Now()); ok {
 			p.log.Warn("hook failed; using the built-in decision", "hook", hookNames[kind],
-				"error", err, "suppressed_since_last", suppressed)
+				"error", p.redact.String(err.Error()), "suppressed_since_last", suppressed)
 		}
 		return false
 	}
@@ -188,6 +188,7 @@ func (p *plugin) run(ctx context.Context, kind hookKind, input []byte, decode de
 	if err != nil {
 		return false, err
 	}
+	in.logLines = 0
 	healthy := false
 	defer func() {
 		if healthy {

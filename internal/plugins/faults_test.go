@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -148,6 +149,18 @@ func TestLoadRejects(t *testing.T) {
 		{"memory limit below the guest's minimum", Options{MemoryLimitPages: 4}, func(t *testing.T) []Spec {
 			return []Spec{{Name: "small", Path: guest(t, "example")}}
 		}, []string{`plugin "small"`, "over limit of 4 pages"}},
+		// Issue 19 item 9: a device ran the gateway out of memory, a FIFO
+		// blocked start-up (and SIGTERM); both fail at once now.
+		{"a device", Options{}, func(t *testing.T) []Spec {
+			return []Spec{{Name: "zero", Path: "/dev/zero"}}
+		}, []string{`plugin "zero": read /dev/zero: not a regular file (a character device)`}},
+		{"a named pipe", Options{}, func(t *testing.T) []Spec {
+			p := filepath.Join(t.TempDir(), "plugin.wasm")
+			if err := syscall.Mkfifo(p, 0o600); err != nil {
+				t.Skipf("mkfifo: %v", err)
+			}
+			return []Spec{{Name: "fifo", Path: p}}
+		}, []string{`plugin "fifo": read `, "not a regular file (a named pipe)"}},
 		{"not wasm", Options{}, func(t *testing.T) []Spec {
 			p := filepath.Join(t.TempDir(), "junk.wasm")
 			if err := os.WriteFile(p, []byte("\x00asm junk"), 0o644); err != nil {

@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -26,6 +25,8 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/redact"
+	"github.com/breakwater-dev/breakwater/internal/regfile"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
@@ -36,6 +37,11 @@ const (
 	// DefaultCallTimeout is the deadline of one hook call.
 	DefaultCallTimeout = 50 * time.Millisecond
 )
+
+// MaxPluginBytes bounds a plugin's .wasm file. A path that is not a
+// regular file (a device, a named pipe) or a larger file fails to load at
+// once (see regfile.Read).
+const MaxPluginBytes = 64 << 20
 
 // instantiateTimeout bounds creating one instance (the guest's runtime
 // initialisation, _initialize); it is not part of a call's deadline.
@@ -67,6 +73,10 @@ type Options struct {
 	// reuse (default GOMAXPROCS). More are created under load and closed
 	// when returned to a full pool.
 	MaxIdleInstances int
+	// Redactor removes configured credentials from guest log lines and
+	// plugin errors (guests see upstream error bodies, which may echo a
+	// credential); nil removes key-shaped tokens only.
+	Redactor *redact.Redactor
 }
 
 // Spec is one configured plugin (config: plugins[]).
@@ -93,12 +103,16 @@ type Status struct {
 	// Deadline is how call deadlines are enforced: "instrumented" (cheap
 	// checks injected at load) or "runtime" (wazero's, several times
 	// slower; used when the module cannot be instrumented).
-	Deadline  string    `json:"deadline"`
-	Calls     uint64    `json:"calls"`
-	Errors    uint64    `json:"errors"`
-	P99Micros int64     `json:"p99_us"`
-	LoadedAt  time.Time `json:"loaded_at"`
-	LastError string    `json:"last_error,omitempty"`
+	Deadline string `json:"deadline"`
+	Calls    uint64 `json:"calls"`
+	Errors   uint64 `json:"errors"`
+	// LogsDropped counts guest log lines dropped by the per-call bound
+	// (MaxLogLinesPerCall) or the plugin's rate (LogBurst,
+	// LogLinesPerSecond).
+	LogsDropped uint64    `json:"logs_dropped"`
+	P99Micros   int64     `json:"p99_us"`
+	LoadedAt    time.Time `json:"loaded_at"`
+	LastError   string    `json:"last_error,omitempty"`
 }
 
 // Host runs the configured plugins. Its hook methods are goroutine-safe and
@@ -110,6 +124,7 @@ type Host struct {
 	store    engine.Store
 	timeout  time.Duration
 	maxIdle  int
+	redact   *redact.Redactor
 	cache    wazero.CompilationCache
 	rtConfig wazero.RuntimeConfig
 
@@ -148,6 +163,7 @@ func NewHost(_ context.Context, opts Options) (*Host, error) {
 		store:   opts.Store,
 		timeout: opts.CallTimeout,
 		maxIdle: opts.MaxIdleInstances,
+		redact:  opts.Redactor,
 	}
 	if h.log == nil {
 		h.log = hclog.NewNullLogger()
@@ -267,9 +283,9 @@ func (h *Host) apply(ctx context.Context, specs []Spec) error {
 	var errs []error
 	for i, s := range specs {
 		cur := old.byName[s.Name]
-		bin, err := os.ReadFile(s.Path)
+		bin, err := regfile.Read(s.Path, MaxPluginBytes)
 		if err != nil {
-			err = fmt.Errorf("plugin %q: %w", s.Name, err)
+			err = fmt.Errorf("plugin %q: read %s: %w", s.Name, s.Path, err)
 			errs = append(errs, err)
 			cur.setLastError(err)
 			continue

@@ -36,16 +36,56 @@ func (p *plugin) instantiateHostModule(ctx context.Context) error {
 }
 
 // hostLog implements log(level, ptr, len): the message goes to the
-// plugin's logger, truncated to abi.MaxLogBytes.
+// plugin's logger, truncated to abi.MaxLogBytes, through guestLine.
 func (p *plugin) hostLog(_ context.Context, mod api.Module, stack []uint64) {
 	level, ptr, n := abi.LogLevel(api.DecodeI32(stack[0])), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
 	n = min(n, abi.MaxLogBytes)
+	v, _ := p.instances.Load(mod)
+	in, _ := v.(*instance)
 	msg, ok := mod.Memory().Read(ptr, n)
 	if !ok {
-		p.log.Warn("guest log message out of bounds", "ptr", ptr, "len", n)
+		p.guestLine(in, hclog.Warn, "guest log message out of bounds", "ptr", ptr, "len", n)
 		return
 	}
-	p.log.Log(hclogLevel(level), string(msg))
+	p.guestLine(in, hclogLevel(level), string(msg))
+}
+
+// guestLine logs one line a guest asked for (sdk.Log, stdout, stderr) if
+// the bounds allow: MaxLogLinesPerCall lines per hook call of instance in
+// (nil: no per-call bound), and the plugin's token bucket (logLimiter).
+// Dropped lines are counted (Status.LogsDropped) and the next line logged
+// says how many were dropped before it. The message and string arguments
+// are redacted (Options.Redactor): guests see upstream error bodies, which
+// may echo a credential.
+func (p *plugin) guestLine(in *instance, level hclog.Level, msg string, args ...any) {
+	if level < p.log.GetLevel() {
+		return
+	}
+	if in != nil {
+		if in.logLines >= MaxLogLinesPerCall {
+			p.logs.dropCall()
+			return
+		}
+		in.logLines++
+	}
+	ok, dropped := p.logs.allow(p.clock.Now())
+	if !ok {
+		return
+	}
+	for i, a := range args {
+		if s, isStr := a.(string); isStr {
+			args[i] = p.redact.String(s)
+		}
+	}
+	if dropped > 0 {
+		args = append(args, "log_lines_dropped_before", dropped)
+	}
+	p.log.Log(level, p.redact.String(msg), args...)
+}
+
+// guestOutput is the emit function of an instance's stdout and stderr.
+func (p *plugin) guestOutput(in *instance) func(hclog.Level, string) {
+	return func(level hclog.Level, line string) { p.guestLine(in, level, "guest output", "line", line) }
 }
 
 func hclogLevel(l abi.LogLevel) hclog.Level {

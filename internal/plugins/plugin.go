@@ -19,6 +19,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/plugins/interrupt"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
@@ -81,6 +82,12 @@ type plugin struct {
 	errLog  errorLogLimiter
 	lastErr atomic.Pointer[string]
 
+	// logs bounds the guest's log lines; instances maps each live
+	// instance's module to it, for the per-call bound of hostLog.
+	logs      logLimiter
+	instances sync.Map // api.Module → *instance
+	redact    *redact.Redactor
+
 	defaultRuleID string // "plugin.<name>", for answers without a rule id
 	instrumented  bool   // deadlines by injected checks (see deadline.go)
 }
@@ -111,6 +118,10 @@ type instance struct {
 	// interrupt enforces call deadlines on instrumented guests; nil when
 	// the runtime's own checks do.
 	interrupt *interrupter
+	// logLines counts the lines logged by the current call (guestLine).
+	logLines int
+	// forget removes the instance from its plugin's instances.
+	forget func()
 }
 
 // baseExports are required of every guest.
@@ -129,6 +140,7 @@ func (h *Host) loadPlugin(ctx context.Context, s Spec, bin []byte, sum [32]byte)
 		store:         h.store,
 		clock:         h.clock,
 		timeout:       h.timeout,
+		redact:        h.redact,
 		loadedAt:      h.clock.Now(),
 		pool:          make(chan *instance, h.maxIdle),
 	}
@@ -330,7 +342,8 @@ func negotiate(major uint32, features abi.Feature, configured []string, have abi
 // newInstance instantiates the module and runs _initialize under
 // instantiateTimeout.
 func (p *plugin) newInstance(ctx context.Context) (*instance, error) {
-	in := &instance{stdout: newLineWriter(p.log, hclog.Info), stderr: newLineWriter(p.log, hclog.Warn)}
+	in := &instance{}
+	in.stdout, in.stderr = newLineWriter(p.guestOutput(in), hclog.Info), newLineWriter(p.guestOutput(in), hclog.Warn)
 	ctx = context.WithoutCancel(ctx)
 	mod, err := p.rt.InstantiateModule(ctx, p.compiled, p.modCfg.WithStdout(in.stdout).WithStderr(in.stderr))
 	if err != nil {
@@ -338,6 +351,8 @@ func (p *plugin) newInstance(ctx context.Context) (*instance, error) {
 		return nil, fmt.Errorf("instantiate: %w", err)
 	}
 	in.mod = mod
+	p.instances.Store(mod, in)
+	in.forget = func() { p.instances.Delete(mod) }
 	in.mem = mod.Memory()
 	in.alloc = mod.ExportedFunction(abi.ExportAlloc)
 	for k, name := range hookExports {
@@ -380,6 +395,9 @@ func (in *instance) close(ctx context.Context) {
 		_ = in.mod.Close(context.WithoutCancel(ctx))
 	}
 	in.flush()
+	if in.forget != nil {
+		in.forget()
+	}
 }
 
 func (in *instance) flush() {
@@ -433,30 +451,32 @@ func (p *plugin) walltime() (int64, int32) {
 	return t.Unix(), int32(t.Nanosecond())
 }
 
-// setLastError records err's first line as the plugin's last error; a nil
-// plugin ignores it.
+// setLastError records err's first line, redacted, as the plugin's last
+// error; a nil plugin ignores it.
 func (p *plugin) setLastError(err error) {
 	if p == nil || err == nil {
 		return
 	}
 	msg, _, _ := strings.Cut(err.Error(), "\n")
+	msg = p.redact.String(msg)
 	p.lastErr.Store(&msg)
 }
 
 func (p *plugin) status() Status {
 	s := Status{
-		Name:       p.name,
-		Path:       p.path,
-		SHA256:     hex.EncodeToString(p.sum[:]),
-		Hooks:      append([]string(nil), p.hooks...),
-		ABIVersion: p.abiVersion(),
-		Features:   p.features.Names(),
-		Encoding:   p.encodingName(),
-		Deadline:   "runtime",
-		Calls:      p.calls.Load(),
-		Errors:     p.errors.Load(),
-		P99Micros:  p.lat.p99().Microseconds(),
-		LoadedAt:   p.loadedAt,
+		Name:        p.name,
+		Path:        p.path,
+		SHA256:      hex.EncodeToString(p.sum[:]),
+		Hooks:       append([]string(nil), p.hooks...),
+		ABIVersion:  p.abiVersion(),
+		Features:    p.features.Names(),
+		Encoding:    p.encodingName(),
+		Deadline:    "runtime",
+		Calls:       p.calls.Load(),
+		Errors:      p.errors.Load(),
+		LogsDropped: p.logs.dropped.Load(),
+		P99Micros:   p.lat.p99().Microseconds(),
+		LoadedAt:    p.loadedAt,
 	}
 	if p.instrumented {
 		s.Deadline = "instrumented"

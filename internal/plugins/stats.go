@@ -67,17 +67,76 @@ func (l *errorLogLimiter) allow(now time.Time) (bool, int64) {
 	return true, l.suppressed.Swap(0)
 }
 
-// lineWriter turns a guest's stdout or stderr into log lines at one level,
-// each bounded by abi.MaxLogBytes. It is goroutine-safe.
-type lineWriter struct {
-	log   hclog.Logger
-	level hclog.Level
-	mu    sync.Mutex
-	buf   []byte
+// Bounds of a plugin's guest log lines (sdk.Log, stdout and stderr
+// together).
+const (
+	// MaxLogLinesPerCall is how many lines one hook call may log; the rest
+	// of the call's lines are dropped.
+	MaxLogLinesPerCall = 16
+	// LogBurst and LogLinesPerSecond are the token bucket every line of a
+	// plugin also takes from: up to LogBurst lines at once, refilled at
+	// LogLinesPerSecond.
+	LogBurst          = 100
+	LogLinesPerSecond = 10
+)
+
+// logLimiter is a plugin's token bucket of guest log lines. It is
+// goroutine-safe.
+type logLimiter struct {
+	mu      sync.Mutex
+	tokens  float64
+	last    time.Time
+	started bool
+	pending int64 // dropped since the last line logged
+	dropped atomic.Uint64
 }
 
-func newLineWriter(log hclog.Logger, level hclog.Level) *lineWriter {
-	return &lineWriter{log: log, level: level}
+// allow takes a token at now. It reports whether to log the line and,
+// when it may, how many lines were dropped since the last one logged.
+func (l *logLimiter) allow(now time.Time) (bool, int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.started {
+		l.tokens, l.last, l.started = LogBurst, now, true
+	}
+	if dt := now.Sub(l.last); dt > 0 {
+		l.tokens = min(LogBurst, l.tokens+dt.Seconds()*LogLinesPerSecond)
+		l.last = now
+	}
+	if l.tokens < 1 {
+		l.drop()
+		return false, 0
+	}
+	l.tokens--
+	n := l.pending
+	l.pending = 0
+	return true, n
+}
+
+// drop counts one dropped line. The caller holds l.mu.
+func (l *logLimiter) drop() {
+	l.pending++
+	l.dropped.Add(1)
+}
+
+// dropCall counts a line dropped by the per-call bound.
+func (l *logLimiter) dropCall() {
+	l.mu.Lock()
+	l.drop()
+	l.mu.Unlock()
+}
+
+// lineWriter turns a guest's stdout or stderr into log lines at one level,
+// each bounded by abi.MaxLogBytes, handed to emit. It is goroutine-safe.
+type lineWriter struct {
+	emitLine func(level hclog.Level, line string)
+	level    hclog.Level
+	mu       sync.Mutex
+	buf      []byte
+}
+
+func newLineWriter(emit func(hclog.Level, string), level hclog.Level) *lineWriter {
+	return &lineWriter{emitLine: emit, level: level}
 }
 
 // Write logs every complete line of p and keeps the rest for later.
@@ -110,7 +169,7 @@ func (w *lineWriter) flush() {
 
 func (w *lineWriter) emit() {
 	if line := bytes.TrimRight(w.buf, "\r"); len(line) > 0 {
-		w.log.Log(w.level, "guest output", "line", string(line))
+		w.emitLine(w.level, string(line))
 	}
 	w.buf = w.buf[:0]
 }

@@ -15,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/open-policy-agent/opa/v1/ast"
+
+	"github.com/breakwater-dev/breakwater/internal/regfile"
 )
 
 //go:embed bundle/.manifest bundle/*.rego
@@ -148,6 +150,11 @@ func newCompiler(print bool) *ast.Compiler {
 		WithEnablePrintStatements(print)
 }
 
+// MaxPolicyFileBytes bounds one operator .rego file. A file over it, or a
+// .rego path that is not a regular file (a named pipe, a device), rejects
+// the file set at once (see regfile.Read).
+const MaxPolicyFileBytes = 1 << 20
+
 // readPolicyDir reads every .rego file under dir, recursively, skipping
 // names that start with "." (editor swap files, Kubernetes ConfigMap
 // "..data" directories: their files also appear as top-level links). A
@@ -174,9 +181,9 @@ func readPolicyDir(dir string) ([]source, error) {
 		if d.IsDir() || !strings.HasSuffix(d.Name(), ".rego") {
 			return nil
 		}
-		text, err := os.ReadFile(p)
+		text, err := regfile.Read(p, MaxPolicyFileBytes)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s: %w", p, err)
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {

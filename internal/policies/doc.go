@@ -75,8 +75,13 @@
 // _test.rego tests is rejected as a whole and the previous revision keeps
 // serving (Reload, Status). An evaluation that fails at run time (two
 // restate values, say) falls back to the built-in policies for that attempt.
-// There is no evaluation deadline: Rego evaluation always terminates, and
-// the built-ins that could block are unavailable.
+// Every evaluation has a deadline (Options.EvalTimeout, config
+// policies.eval_timeout_ms, default 50 ms; the built-in policies alone get
+// at least 1 s, so a stalled scheduler does not cut the gateway's own
+// rules) and ends with the caller's request (ClassifyContext): a policy
+// that would compute for seconds is cancelled, the attempt is judged by the
+// built-in policies, and the timeout is counted (Status.EvalTimeouts) and
+// logged once per revision.
 //
 // # Cost
 //
@@ -92,8 +97,10 @@
 // decision_for instead, sparing the copy of the input a `with` makes. A
 // second evaluation runs only after an operator JSON rule or the plugin
 // restated the status. Each evaluation borrows a pooled cache for the
-// documents it computes, hands OPA a never-cancelled handle (OPA otherwise
-// starts a goroutine per evaluation to watch the context) and no metrics,
-// and its result is read as OPA's terms, not converted to Go maps.
+// documents it computes, hands OPA its own cancellation handle, cancelled
+// by a timer (the deadline) and by context.AfterFunc (the caller's
+// context) — OPA otherwise starts a goroutine per evaluation to watch the
+// context — and no metrics, and its result is read as OPA's terms, not
+// converted to Go maps.
 // BenchmarkRestateAndClassify measures one attempt.
 package policies

@@ -1,6 +1,7 @@
 package policies
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"time"
@@ -25,11 +26,12 @@ type Explanation struct {
 }
 
 // Explain classifies in like Classify and reports each stage's decision.
-// It is goroutine-safe and has no side effects beyond Classify's.
+// It is goroutine-safe and has no side effects beyond Classify's. The
+// trace is redacted (Options.Redactor) as the Outcome's message is.
 func (p *Pipeline) Explain(in engine.ErrorInput) Explanation {
 	tr := &tracer{}
 	tr.addf("revision %s", p.Revision())
-	o, _ := p.run(in, tr)
+	o, _ := p.run(context.Background(), in, tr)
 	tr.addf("outcome: status %d, %s, retryable %t, permanent %t", o.Status, describe(o.Reason, o.Scope, o.CooldownHint), o.Retryable, o.Permanent)
 	if o.RestatedFrom != 0 {
 		tr.addf("restated from %d; client retry-after %s", o.RestatedFrom, o.ClientRetryAfter)
@@ -41,8 +43,16 @@ func (p *Pipeline) Explain(in engine.ErrorInput) Explanation {
 		Reason:         string(o.Reason),
 		Scope:          string(o.Scope),
 		CooldownMS:     o.CooldownHint.Milliseconds(),
-		Trace:          tr.lines,
+		Trace:          p.redactAll(tr.lines),
 	}
+}
+
+// redactAll redacts each line in place.
+func (p *Pipeline) redactAll(lines []string) []string {
+	for i, l := range lines {
+		lines[i] = p.redact.String(l)
+	}
+	return lines
 }
 
 // describe renders a decision for traces.

@@ -18,6 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
 // Rule sources reported in Outcome.RuleSource and Explanation.Source.
@@ -30,6 +31,17 @@ const (
 
 // MaxBodyBytes bounds the body Rego policies and plugins see.
 const MaxBodyBytes = 64 << 10
+
+// DefaultEvalTimeout is the deadline of one Rego evaluation
+// (Options.EvalTimeout; config policies.eval_timeout_ms).
+const DefaultEvalTimeout = 50 * time.Millisecond
+
+// minBuiltinTimeout is the least deadline of an evaluation of the built-in
+// policies alone: they are the gateway's own, tested with it, and take
+// tens of microseconds, so only a stalled machine reaches it; cutting them
+// at a tight operator deadline would judge attempts by the bare defaults
+// whenever the scheduler hiccups.
+const minBuiltinTimeout = time.Second
 
 // Options configure New.
 type Options struct {
@@ -46,6 +58,15 @@ type Options struct {
 	// Clock defaults to engine.SystemClock; it dates reloads and stands in
 	// for ErrorInput.Now when that is zero.
 	Clock engine.Clock
+	// EvalTimeout is the deadline of each Rego evaluation (default
+	// DefaultEvalTimeout). An evaluation of the serving revision that
+	// overruns it is cancelled and the attempt is judged by the built-in
+	// policies (see Pipeline).
+	EvalTimeout time.Duration
+	// Redactor removes configured credentials from the Outcome's message,
+	// Explain's trace and the pipeline's log lines; nil removes key-shaped
+	// tokens only.
+	Redactor *redact.Redactor
 }
 
 // Pipeline is the failure-path policy pipeline of docs/resilience.md §10–§11:
@@ -72,8 +93,20 @@ type Options struct {
 // shared by every goroutine; a reload or a rules change swaps the pointer,
 // and an evaluation in flight finishes on the revision it started with.
 // Pipeline is goroutine-safe.
+//
+// Every evaluation has a deadline (Options.EvalTimeout; at least
+// minBuiltinTimeout for the built-in policies alone) and ends when the
+// caller's context does (ClassifyContext). An evaluation of the serving
+// revision that overruns its deadline is cancelled, counted
+// (Status.EvalTimeouts) and logged once per revision, and the rest of the
+// attempt is judged by the built-in policies alone, so a slow operator
+// policy costs each failed attempt at most one deadline. When the caller's
+// context ends, the rules are skipped: the attempt gets the default
+// classification.
 type Pipeline struct {
 	log     hclog.Logger
+	redact  *redact.Redactor
+	timeout time.Duration
 	clock   engine.Clock
 	store   engine.Store
 	dir     string
@@ -82,11 +115,6 @@ type Pipeline struct {
 	// fallback are the built-in-only queries, used when an evaluation of
 	// the serving revision fails (an operator policy erring at run time).
 	fallback queries
-	// never is the cancellation handle of every evaluation: it is never
-	// cancelled (evaluations have no deadline, see eval), and handing it to
-	// OPA spares the goroutine OPA otherwise starts per evaluation to
-	// watch the context. It is only read, so goroutines share it.
-	never topdown.Cancel
 	// caches are the virtual document caches evaluations borrow.
 	caches evalCachePool
 
@@ -101,6 +129,7 @@ type Pipeline struct {
 	attempt  reloadAttempt // guarded by statusMu
 
 	evalErrors       atomic.Uint64
+	evalTimeouts     atomic.Uint64
 	invalidDecisions atomic.Uint64
 	pluginIgnored    atomic.Uint64
 	// reloaded, when set (tests), receives a value after each reload
@@ -116,8 +145,12 @@ type pipelineState struct {
 	rules    []compiledRule
 	// warned is set once an evaluation error or an invalid decision of
 	// this revision was logged, so that a broken policy does not flood the
-	// log (Status counts them all).
+	// log (Status counts them all); slow once an evaluation timeout was.
 	warned *atomic.Bool
+	slow   *atomic.Bool
+	// builtinOnly reports that queries hold the built-in policies alone
+	// (no operator file), which get the built-in deadline.
+	builtinOnly bool
 }
 
 // queries are the prepared queries of one policy set, shared by every
@@ -171,7 +204,11 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		store:   o.Store,
 		dir:     o.Dir,
 		plugins: o.Plugins,
-		never:   topdown.NewCancel(),
+		redact:  o.Redactor,
+		timeout: o.EvalTimeout,
+	}
+	if p.timeout <= 0 {
+		p.timeout = DefaultEvalTimeout
 	}
 	if p.log == nil {
 		p.log = hclog.NewNullLogger()
@@ -193,10 +230,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("policies: %w", err)
 	}
 	p.state.Store(&pipelineState{
-		revision: b.revision,
-		queries:  p.fallback,
-		rules:    rules,
-		warned:   new(atomic.Bool),
+		revision:    b.revision,
+		queries:     p.fallback,
+		rules:       rules,
+		warned:      new(atomic.Bool),
+		slow:        new(atomic.Bool),
+		builtinOnly: true,
 	})
 	if err := p.Reload(ctx); err != nil {
 		p.log.Error("operator policies rejected; serving the built-in policies", "dir", p.dir, "error", err)
@@ -245,9 +284,19 @@ func (p *Pipeline) Revision() string { return p.state.Load().revision }
 // cooldown (CooldownHint), and Retryable and Permanent follow the rule's
 // reason. RuleID and RuleSource name the deciding rule; RestatedFrom and
 // ClientRetryAfter describe a restatement (an upstream retry hint beats the
-// rule's default Retry-After). Transport errors skip the rules.
+// rule's default Retry-After). Transport errors skip the rules. The
+// Outcome's Message is redacted (Options.Redactor). It is ClassifyContext
+// with a context that never ends.
 func (p *Pipeline) Classify(in engine.ErrorInput) engine.Outcome {
-	o, _ := p.run(in, nil)
+	return p.ClassifyContext(context.Background(), in)
+}
+
+// ClassifyContext is Classify for a caller whose request may end: when ctx
+// ends, Rego evaluations and plugin calls in progress are cancelled and
+// the attempt gets engine.DefaultClassifier's outcome (the caller is gone;
+// the judgement no longer matters).
+func (p *Pipeline) ClassifyContext(ctx context.Context, in engine.ErrorInput) engine.Outcome {
+	o, _ := p.run(ctx, in, nil)
 	return o
 }
 
@@ -280,16 +329,30 @@ type regoResult struct {
 	status int
 }
 
-// run is Classify with an optional trace for Explain.
-func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decision) {
-	if in.TransportErr != nil || in.Status == 0 {
+// run is ClassifyContext with an optional trace for Explain.
+func (p *Pipeline) run(ctx context.Context, in engine.ErrorInput, tr *tracer) (engine.Outcome, *decision) {
+	o, d := p.judgeAttempt(ctx, in, tr)
+	// A rule id is the policy's text and may quote the input.
+	o.Message, o.RuleID = p.redact.String(o.Message), p.redact.String(o.RuleID)
+	return o, d
+}
+
+// judgeAttempt restates and classifies in (see Pipeline).
+func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *tracer) (engine.Outcome, *decision) {
+	if in.TransportErr != nil || in.Status == 0 || ctx.Err() != nil {
 		o := engine.DefaultClassifier{}.Classify(in)
-		tr.addf("transport error or no status: rules skipped")
+		if ctx.Err() != nil {
+			tr.addf("caller gone: rules skipped")
+		} else {
+			tr.addf("transport error or no status: rules skipped")
+		}
 		tr.defaulted(&o)
 		return o, nil
 	}
-	st := p.state.Load()
-	ctx := context.Background()
+	// This attempt's own copy of the revision: eval and judge switch its
+	// queries to the built-in ones after a timeout.
+	cur := *p.state.Load()
+	st := &cur
 	original := in.Status
 	view := &errorView{in: &in, original: original, status: original}
 	now := in.Now
@@ -319,7 +382,7 @@ func (p *Pipeline) run(in engine.ErrorInput, tr *tracer) (engine.Outcome, *decis
 		rr = p.eval(ctx, st, false, doc, rs.to, tr)
 	} else {
 		var judged bool
-		rr, judged = p.judge(ctx, st, doc)
+		rr, judged = p.judge(ctx, st, doc, tr)
 		if !judged {
 			rr = p.eval(ctx, st, true, doc, original, tr)
 		}
@@ -440,13 +503,12 @@ func defaultScope(r engine.Reason) engine.Scope {
 	return engine.ScopeConnection
 }
 
-// eval gathers the Rego decisions of revision st for in with status: the
-// decisions for the status as sent (decisionsQuery) when full, else the
-// classifications only (classifiedQuery, with input.restated true when
-// status differs from original). There is no deadline: Rego
-// always terminates, the policies cannot reach the network, and a context
-// with a deadline costs a goroutine per evaluation. On an evaluation error
-// it falls back to the built-in-only queries.
+// eval gathers the Rego decisions of revision st (the attempt's own
+// copy) for in with status: the decisions for the status as sent
+// (decisionsQuery) when full, else the classifications only
+// (classifiedQuery, with input.restated true when status differs from
+// original). On an evaluation error or timeout it falls back to the
+// built-in-only queries (see timedOut); when ctx ended it gathers nothing.
 func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *inputDoc, status int, tr *tracer) regoResult {
 	input := doc.value(status)
 	pick := func(q queries) rego.PreparedEvalQuery {
@@ -455,29 +517,68 @@ func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *
 		}
 		return q.classified
 	}
-	rs, err := p.evalQuery(ctx, pick(st.queries), input)
+	rs, err := p.evalQuery(ctx, pick(st.queries), input, p.deadline(st.builtinOnly))
 	if err != nil {
-		p.evalErrors.Add(1)
-		tr.addf("rego: evaluation of revision %s failed (%v); built-in policies only", st.revision, err)
-		if st.warned.CompareAndSwap(false, true) {
-			p.log.Error("policy evaluation failed; falling back to the built-in policies (logged once per revision)",
-				"revision", st.revision, "error", err)
+		if ctx.Err() != nil {
+			tr.addf("rego: caller gone; no rule applied")
+			return regoResult{}
 		}
-		if rs, err = p.evalQuery(ctx, pick(p.fallback), input); err != nil {
-			p.log.Error("built-in policy evaluation failed", "error", err)
+		if !p.timedOut(st, err, tr) {
+			p.evalErrors.Add(1)
+			tr.addf("rego: evaluation of revision %s failed (%s); built-in policies only", st.revision, p.redact.String(err.Error()))
+			if st.warned.CompareAndSwap(false, true) {
+				p.log.Error("policy evaluation failed; falling back to the built-in policies (logged once per revision)",
+					"revision", st.revision, "error", p.redact.String(err.Error()))
+			}
+		}
+		if rs, err = p.evalQuery(ctx, pick(p.fallback), input, p.deadline(true)); err != nil {
+			if ctx.Err() == nil {
+				p.log.Error("built-in policy evaluation failed", "error", p.redact.String(err.Error()))
+			}
 			return regoResult{}
 		}
 	}
 	return decodeResult(rs)
 }
 
+// timedOut reports whether err is the cancellation of an evaluation of
+// revision st by its deadline (the caller's context still live). It then
+// counts it, traces it, logs it once per revision, and switches st (the
+// attempt's own copy) to the built-in queries, so the rest of the attempt
+// does not wait on the slow policy again.
+func (p *Pipeline) timedOut(st *pipelineState, err error, tr *tracer) bool {
+	if !topdown.IsCancel(err) {
+		return false
+	}
+	p.evalTimeouts.Add(1)
+	tr.addf("rego: evaluation of revision %s exceeded its %s deadline; built-in policies only", st.revision, p.timeout)
+	if st.slow.CompareAndSwap(false, true) {
+		p.log.Warn("policy evaluation exceeded its deadline and was cancelled; falling back to the built-in policies (logged once per revision)",
+			"revision", st.revision, "operator_files", st.opFiles, "eval_timeout", p.timeout)
+	}
+	st.queries, st.builtinOnly = p.fallback, true
+	return true
+}
+
+// deadline is the deadline of an evaluation: Options.EvalTimeout, or at
+// least minBuiltinTimeout for the built-in policies alone.
+func (p *Pipeline) deadline(builtinOnly bool) time.Duration {
+	if builtinOnly {
+		return max(p.timeout, minBuiltinTimeout)
+	}
+	return p.timeout
+}
+
 // judge evaluates the judged query of revision st for in, as sent. It
-// reports false, counting and logging nothing, when the evaluation fails:
-// the caller then takes the two-query path, which falls back per query to
-// the built-in policies as eval does.
-func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc) (regoResult, bool) {
-	rs, err := p.evalQuery(ctx, st.queries.judged, doc.value(doc.original))
+// reports false when the evaluation fails: the caller then takes the
+// two-query path, which falls back per query to the built-in policies as
+// eval does (after a timeout, st already serves the built-in queries).
+func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc, tr *tracer) (regoResult, bool) {
+	rs, err := p.evalQuery(ctx, st.queries.judged, doc.value(doc.original), p.deadline(st.builtinOnly))
 	if err != nil {
+		if ctx.Err() == nil {
+			p.timedOut(st, err, tr)
+		}
 		return regoResult{}, false
 	}
 	rr := decodeResult(rs)
@@ -485,14 +586,23 @@ func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc) 
 }
 
 // evalQuery evaluates prepared query pq (see prepareQueries) with input:
-// no metrics (nobody reads them), a pooled virtual document cache, and the
-// never-cancelled handle instead of a goroutine watching ctx, so ctx's
-// cancellation is not observed (the pipeline's evaluations have no
-// deadline, see eval).
-func (p *Pipeline) evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value) (rego.ResultSet, error) {
+// no metrics (nobody reads them), a pooled virtual document cache, and a
+// cancellation handle that the deadline (a timer) and the end of ctx
+// (context.AfterFunc, which starts no goroutine for the gateway's
+// contexts) cancel, instead of the goroutine per evaluation OPA otherwise
+// starts to watch ctx. A cancelled evaluation fails with a topdown
+// cancel error.
+func (p *Pipeline) evalQuery(ctx context.Context, pq rego.PreparedEvalQuery, input ast.Value, timeout time.Duration) (rego.ResultSet, error) {
 	c := p.caches.get()
 	defer p.caches.put(c)
-	return pq.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(p.never), rego.EvalMetrics(metrics.NoOp()),
+	cancel := topdown.NewCancel()
+	deadline := time.AfterFunc(timeout, cancel.Cancel)
+	defer deadline.Stop()
+	if ctx.Done() != nil {
+		stop := context.AfterFunc(ctx, cancel.Cancel)
+		defer stop()
+	}
+	return pq.Eval(ctx, rego.EvalParsedInput(input), rego.EvalExternalCancel(cancel), rego.EvalMetrics(metrics.NoOp()),
 		rego.EvalVirtualCache(c))
 }
 
@@ -764,6 +874,7 @@ func (p *Pipeline) regoDecision(st *pipelineState, source string, m ast.Object, 
 // decision.
 func (p *Pipeline) invalid(st *pipelineState, tr *tracer, kind, source, id, what string) {
 	p.invalidDecisions.Add(1)
+	what = p.redact.String(what)
 	tr.addf("%s %s rego: invalid decision %s ignored (%s)", kind, source, id, what)
 	if st.warned.CompareAndSwap(false, true) {
 		p.log.Warn("ignoring an invalid policy decision (logged once per revision)",

@@ -55,6 +55,9 @@ type Status struct {
 	// EvalErrors counts evaluations that failed and fell back to the
 	// built-in policies.
 	EvalErrors uint64 `json:"eval_errors"`
+	// EvalTimeouts counts evaluations cancelled by their deadline
+	// (Options.EvalTimeout) that fell back to the built-in policies.
+	EvalTimeouts uint64 `json:"eval_timeouts"`
 	// InvalidDecisions counts Rego decisions ignored as invalid.
 	InvalidDecisions uint64 `json:"invalid_decisions"`
 	// PluginAnswersIgnored counts plugin answers ignored as invalid.
@@ -78,6 +81,7 @@ func (p *Pipeline) Status() Status {
 		LastReload:           a.lastReload,
 		LastError:            a.lastError,
 		EvalErrors:           p.evalErrors.Load(),
+		EvalTimeouts:         p.evalTimeouts.Load(),
 		InvalidDecisions:     p.invalidDecisions.Load(),
 		PluginAnswersIgnored: p.pluginIgnored.Load(),
 	}
@@ -113,7 +117,8 @@ func (p *Pipeline) Reload(ctx context.Context) error {
 		return err
 	}
 	next := *p.state.Load()
-	next.queries, next.opFiles, next.warned = q, nil, new(atomic.Bool)
+	next.queries, next.opFiles, next.warned, next.slow = q, nil, new(atomic.Bool), new(atomic.Bool)
+	next.builtinOnly = len(srcs) == 0
 	next.revision = p.builtin.revision
 	if len(srcs) > 0 {
 		next.revision += "+operator." + hash[:12]

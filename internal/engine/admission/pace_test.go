@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -212,4 +213,25 @@ func TestPauseNeverShortened(t *testing.T) {
 	if d := m.Pace("p", "c", "m", Hint{Wait: 10 * time.Second}); !d.Until.Equal(t0.Add(time.Hour)) {
 		t.Errorf("Until = %v, want the longer pause kept", d.Until)
 	}
+}
+
+// FuzzParseBodyRetryHint: a body's hint is never negative nor over
+// engine.MaxRetryHint; a typed hint comes from a RetryInfo detail.
+func FuzzParseBodyRetryHint(f *testing.F) {
+	for _, s := range []string{
+		`{"error":{"code":429,"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"86399s"}]}}`,
+		`[{"error":{"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1.5s"}]}}]`,
+		`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"1e400s"}`,
+		`{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"-3s"}`,
+		"Rate limit reached. Please try again in 1.5s.",
+		"retry after 12s", `{"a":` + strings.Repeat("[", 100) + `"RetryInfo"` + strings.Repeat("]", 100) + `}`,
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		h, ok := ParseBodyRetryHint(body)
+		if h.Wait < 0 || h.Wait > engine.MaxRetryHint || (!ok && h != (Hint{})) || (h.Typed && !strings.Contains(body, "RetryInfo")) || h.ModelScoped {
+			t.Fatalf("ParseBodyRetryHint(%q) = %+v, %v", body, h, ok)
+		}
+	})
 }

@@ -12,16 +12,26 @@ import (
 	"fmt"
 	"os"
 	"slices"
+
+	"github.com/breakwater-dev/breakwater/internal/regfile"
+)
+
+// Bounds of the files the configuration reads.
+const (
+	// MaxConfigBytes bounds the configuration file.
+	MaxConfigBytes = 4 << 20
+	// MaxSecretBytes bounds a file: secret.
+	MaxSecretBytes = 64 << 10
 )
 
 // Options controls Parse and Load. The zero value reads no environment and
-// reads secret files with os.ReadFile.
+// reads secret files with ReadSecretFile.
 type Options struct {
 	// LookupEnv looks up environment variables, for env: secrets and the
 	// BREAKWATER_* overrides (see EnvVars). Nil means an empty environment.
 	LookupEnv func(name string) (string, bool)
-	// ReadFile reads file: secrets. Nil means os.ReadFile. Relative paths
-	// are relative to the working directory.
+	// ReadFile reads file: secrets. Nil means ReadSecretFile. Relative
+	// paths are relative to the working directory.
 	ReadFile func(path string) ([]byte, error)
 }
 
@@ -39,13 +49,22 @@ func Load(path string) (*Config, error) {
 	return LoadWithOptions(path, Options{LookupEnv: os.LookupEnv})
 }
 
-// LoadWithOptions is Load with explicit options.
+// LoadWithOptions is Load with explicit options. The file must be a
+// regular file of at most MaxConfigBytes.
 func LoadWithOptions(path string, opts Options) (*Config, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.Read(path, MaxConfigBytes)
 	if err != nil {
-		return nil, fmt.Errorf("load config: %w", err)
+		return nil, fmt.Errorf("load config %s: %w", path, err)
 	}
 	return ParseWithOptions(data, path, opts)
+}
+
+// ReadSecretFile reads a file: secret: a regular file (links followed) of
+// at most MaxSecretBytes. A device (file:/dev/zero), a named pipe or a
+// directory fails at once with an error saying what the path is; nothing
+// blocks.
+func ReadSecretFile(path string) ([]byte, error) {
+	return regfile.Read(path, MaxSecretBytes)
 }
 
 // ParseWithOptions decodes data, applies the environment overrides, fills
@@ -60,7 +79,7 @@ func ParseWithOptions(data []byte, filename string, opts Options) (*Config, erro
 		opts.LookupEnv = func(string) (string, bool) { return "", false }
 	}
 	if opts.ReadFile == nil {
-		opts.ReadFile = os.ReadFile
+		opts.ReadFile = ReadSecretFile
 	}
 	d := newDecoder(filename, opts)
 	c := &Config{}

@@ -124,7 +124,7 @@ func TestContractExampleParses(t *testing.T) {
 			}},
 			MaxAttemptsPerRequest: 10,
 		},
-		Policies: Policies{Dir: "./policies.d"},
+		Policies: Policies{Dir: "./policies.d", EvalTimeoutMS: 50},
 		Plugins:  []Plugin{{Name: "my-rules", Path: "./plugins/my-rules.wasm", Hooks: []string{"classify"}}},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -162,6 +162,7 @@ func TestDefaults(t *testing.T) {
 		{"state.backend", c.State.Backend, "badger"},
 		{"state.path", c.State.Path, "./data"},
 		{"policies.dir", c.Policies.Dir, "./policies.d"},
+		{"policies.eval_timeout_ms", c.Policies.EvalTimeoutMS, int64(50)},
 		{"circuit_breaker.apikey", c.Resilience.CircuitBreaker["apikey"], breakerProfile(7, 12, 30000)},
 		{"circuit_breaker.oauth", c.Resilience.CircuitBreaker["oauth"], breakerProfile(5, 8, 60000)},
 		// local: degradation derived = ceil(60% of 2) = 2.
@@ -368,5 +369,23 @@ func TestRedisBackend(t *testing.T) {
 		map[string]string{"REDIS_URL": "rediss://:pw@redis.internal:6380/1"})
 	if c.State.Backend != "redis" || c.State.RedisURL.Value() != "rediss://:pw@redis.internal:6380/1" {
 		t.Errorf("state = %+v", c.State)
+	}
+}
+
+func TestSecretsListsEveryCredential(t *testing.T) {
+	c := mustParse(t, `
+server: {admin_token: admin-token-1}
+state: {backend: redis, redis_url: "redis://:redis-pass-1@127.0.0.1:6379/0"}
+providers:
+  - {id: p, kind: openai, base_url: "https://api.example.com", models: [m],
+     connections: [{id: a, api_key: key-a-123, proxy_url: "http://u:proxy-pass-1@127.0.0.1:3128"}, {id: b}]}
+keys:
+  - {id: k, key: client-key-1}
+`, nil)
+	got := strings.Join(c.Secrets(), " ")
+	for _, want := range []string{"admin-token-1", "redis-pass-1", "key-a-123", "proxy-pass-1", "client-key-1", "http://u:proxy-pass-1@127.0.0.1:3128"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Secrets() lacks %q: %q", want, got)
+		}
 	}
 }

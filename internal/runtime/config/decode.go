@@ -37,8 +37,9 @@ type decoder struct {
 	fields    map[reflect.Type]map[string]int
 }
 
-// maxNodes bounds the values one document may decode to, so aliases that
-// expand exponentially ("billion laughs") fail fast.
+// maxNodes bounds the values one document may decode to, and the entries
+// merge keys may bring in, so aliases and merge keys that expand
+// exponentially ("billion laughs") fail fast.
 const maxNodes = 1 << 18
 
 // pair is one key/value entry of a YAML mapping, after merge keys are expanded.
@@ -153,12 +154,7 @@ func describe(n *yaml.Node, secret bool) string {
 // decode decodes node n into v, recording n's position under path. A null
 // node leaves v unchanged so the default applies.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
-	if d.nodes >= d.maxNodes {
-		return
-	}
-	if d.nodes++; d.nodes == d.maxNodes {
-		d.fatal = true
-		d.valueErrorf(n, path, "the document expands to %d values or more (aliases nested too deeply?)", d.maxNodes)
+	if !d.spend(n, path, 1) {
 		return
 	}
 	d.pos[path] = position{line: n.Line, col: n.Column}
@@ -190,16 +186,41 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
+// spend counts k more values against the document's bound (maxNodes). It
+// reports false once the bound is reached: the first time, it records the
+// one fatal error at n; decoding then unwinds without further work.
+func (d *decoder) spend(n *yaml.Node, path string, k int) bool {
+	if d.nodes >= d.maxNodes {
+		return false
+	}
+	if d.nodes += k; d.nodes >= d.maxNodes {
+		d.nodes = d.maxNodes
+		d.fatal = true
+		d.valueErrorf(n, path, "the document expands to %d values or more (aliases or merge keys nested too deeply?)", d.maxNodes)
+		return false
+	}
+	return true
+}
+
 // pairs lists the entries of mapping n, expanding YAML merge keys ("<<"), whose
 // entries are overridden by the mapping's own keys. Duplicate keys and
-// non-scalar keys are errors.
+// non-scalar keys are errors. Every entry a merge brings in counts against
+// the document's bound (spend), so nested merges of merges cannot fan out
+// without limit.
 func (d *decoder) pairs(n *yaml.Node, path string, depth int) []pair {
+	if d.nodes >= d.maxNodes {
+		return nil
+	}
 	var merged, own []pair
 	seen := make(map[string]*yaml.Node)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, val := n.Content[i], n.Content[i+1]
 		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			merged = append(merged, d.mergePairs(val, path, depth)...)
+			in := d.mergePairs(val, path, depth)
+			if !d.spend(val, path, len(in)) {
+				return nil
+			}
+			merged = append(merged, in...)
 			continue
 		}
 		if k.Kind != yaml.ScalarNode {
@@ -226,10 +247,18 @@ func (d *decoder) pairs(n *yaml.Node, path string, depth int) []pair {
 	return append(out, own...)
 }
 
-// mergePairs returns the entries a merge key's value brings in.
+// mergePairs returns the entries a merge key's value brings in. Each
+// call counts against the document's bound, and merges nested more than
+// 20 deep stop the decoding (one error), so the work is bounded whatever
+// the fan-out.
 func (d *decoder) mergePairs(val *yaml.Node, path string, depth int) []pair {
+	if !d.spend(val, path, 1) {
+		return nil
+	}
 	if depth > 20 {
-		d.errorf(val, path, "merge keys nested too deeply")
+		d.fatal = true
+		d.nodes = d.maxNodes
+		d.errorf(val, path, "merge keys nested more than 20 deep")
 		return nil
 	}
 	m := resolveAlias(val)
@@ -245,6 +274,9 @@ func (d *decoder) mergePairs(val *yaml.Node, path string, depth int) []pair {
 				continue
 			}
 			out = append(out, d.pairs(item, path, depth+1)...)
+			if d.nodes >= d.maxNodes {
+				return nil
+			}
 		}
 		return out
 	}

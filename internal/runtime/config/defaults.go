@@ -32,6 +32,7 @@ const (
 	DefaultBackend            = BackendBadger
 	DefaultStatePath          = "./data"
 	DefaultPoliciesDir        = "./policies.d"
+	DefaultEvalTimeoutMS      = 50
 	DefaultStrategy           = "priority"
 )
 
@@ -111,6 +112,7 @@ func ApplyDefaults(c *Config) {
 	setDefault(&c.State.Backend, DefaultBackend)
 	setDefault(&c.State.Path, DefaultStatePath)
 	setDefault(&c.Policies.Dir, DefaultPoliciesDir)
+	setDefault(&c.Policies.EvalTimeoutMS, DefaultEvalTimeoutMS)
 
 	for i := range c.Providers {
 		p := &c.Providers[i]

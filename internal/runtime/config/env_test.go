@@ -40,6 +40,8 @@ resilience:
 			func(c *Config) any { return c.State.Backend }, "memory"},
 		{"policies dir", map[string]string{"BREAKWATER_POLICIES_DIR": "/etc/bw/rules"},
 			func(c *Config) any { return c.Policies.Dir }, "/etc/bw/rules"},
+		{"policy eval timeout", map[string]string{"BREAKWATER_POLICIES_EVAL_TIMEOUT_MS": "200"},
+			func(c *Config) any { return c.Policies.EvalTimeoutMS }, int64(200)},
 		{"max attempts", map[string]string{"BREAKWATER_RESILIENCE_MAX_ATTEMPTS_PER_REQUEST": "7"},
 			func(c *Config) any { return c.Resilience.MaxAttemptsPerRequest }, 7},
 		{"nested bool", map[string]string{"BREAKWATER_RESILIENCE_MODEL_LOCKOUT_ENABLED": "true"},
@@ -175,13 +177,13 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 			t.Errorf("unexpected override %s", n)
 		}
 	}
-	// Every scalar leaf of the four sections: server 6, state 3, policies 1,
+	// Every scalar leaf of the four sections: server 6, state 3, policies 2,
 	// resilience: 3 profiles x (9 breaker + 2 cooldown) + 1 + 3 x 3
 	// provider_cooldown + 1 stream_stall + 6 model_lockout + 4 combo wait +
 	// 4 queue + 1 quota share + 2 stream recovery + 5 watchdog + 2 + 2
 	// emergency_fallback; plus the aliases: 27 spec breaker names, 10
 	// provider cooldown names and BREAKWATER_EMERGENCY_FALLBACK.
-	if want := 6 + 3 + 1 + 33 + 10 + 1 + 6 + 4 + 4 + 1 + 2 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
+	if want := 6 + 3 + 2 + 33 + 10 + 1 + 6 + 4 + 4 + 1 + 2 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
 		t.Errorf("EnvVars() has %d names, want %d", len(names), want)
 	}
 }

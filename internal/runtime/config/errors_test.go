@@ -3,9 +3,12 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // locate returns the 1-based line and column of the nth (1-based)
@@ -250,6 +253,16 @@ func TestErrors(t *testing.T) {
 			name: "max_attempts_per_request range",
 			src:  "resilience:\n  max_attempts_per_request: 101\n",
 			at:   "101", path: "resilience.max_attempts_per_request", msg: "must be between 1 and 100 (got 101)",
+		},
+		{
+			name: "policy eval timeout over a minute",
+			src:  "policies:\n  eval_timeout_ms: 60001\n",
+			at:   "60001", path: "policies.eval_timeout_ms", msg: "must be between 1 and 60000 (got 60001)",
+		},
+		{
+			name: "negative policy eval timeout",
+			src:  "policies:\n  eval_timeout_ms: -5\n",
+			at:   "-5", path: "policies.eval_timeout_ms", msg: "must be between 1 and 60000 (got -5)",
 		},
 		{
 			name: "lockout max below base",
@@ -524,4 +537,90 @@ func firstLine(err error) string {
 	}
 	s, _, _ := strings.Cut(err.Error(), "\n")
 	return s
+}
+
+// mergeBomb is the probe of issue 19 item 9: way-way merge keys nested
+// levels deep; 3 × 29 is about 1.1 KB of YAML and used to hang the decoder
+// (3^29 merged entries: the fan-out was not counted).
+func mergeBomb(way, levels int) string {
+	var b strings.Builder
+	b.WriteString("x0: &x0 {listen: \"127.0.0.1:1\"}\n")
+	refs := func(i int) string { return strings.TrimSuffix(strings.Repeat(fmt.Sprintf("*x%d, ", i), way), ", ") }
+	for i := 1; i < levels; i++ {
+		fmt.Fprintf(&b, "x%d: &x%d {<<: [%s]}\n", i, i, refs(i-1))
+	}
+	fmt.Fprintf(&b, "server: {<<: [%s]}\n", refs(levels-1))
+	return b.String()
+}
+
+func TestMergeKeyFanOutBounded(t *testing.T) {
+	for _, tc := range []struct {
+		way, levels int
+		msg         string
+	}{
+		{3, 29, "merge keys nested more than 20 deep"},
+		{8, 12, "expands to 262144 values or more"},
+	} {
+		src := mergeBomb(tc.way, tc.levels)
+		done := make(chan error, 1)
+		start := time.Now()
+		go func() { _, err := parseString(t, src, nil); done <- err }()
+		select {
+		case err := <-done:
+			if err == nil || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("%d×%d: err = %v", tc.way, tc.levels, err)
+			}
+			t.Logf("%d×%d: %d-byte merge-key file refused in %v", tc.way, tc.levels, len(src), time.Since(start))
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%d×%d: still decoding after 5 s", tc.way, tc.levels)
+		}
+	}
+	// Ordinary merge keys still work.
+	c, err := parseString(t, "server: &s {listen: \"127.0.0.1:9999\", max_request_bytes: 5}\nstate: {backend: memory}\n", nil)
+	if err != nil || c.Server.MaxRequestBytes != 5 {
+		t.Fatalf("plain config: %v", err)
+	}
+	src := "providers:\n  - &p {id: a, kind: openai, base_url: \"https://x.example\", models: [m], connections: [{id: c}]}\n  - {<<: *p, id: b}\n"
+	if c, err = parseString(t, src, nil); err != nil || len(c.Providers) != 2 || c.Providers[1].ID != "b" || c.Providers[1].Kind != "openai" {
+		t.Fatalf("merge: %v %+v", err, c)
+	}
+}
+
+// TestSecretFilesBounded replays issue 19 item 9: file:/dev/zero as a
+// secret ran the gateway out of memory and a FIFO blocked start-up. Both,
+// and a file over MaxSecretBytes, fail at once with an error at the field.
+func TestSecretFilesBounded(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("mkfifo: %v", err)
+	}
+	big := filepath.Join(dir, "big")
+	if err := os.WriteFile(big, make([]byte, MaxSecretBytes+1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for path, want := range map[string]string{
+		"/dev/zero": "not a regular file (a character device)",
+		fifo:        "not a regular file (a named pipe)",
+		dir:         "not a regular file (a directory)",
+		big:         "file too large: more than 64 KiB",
+	} {
+		src := fmt.Sprintf("keys:\n  - {id: k, key: \"file:%s\"}\n", path)
+		done := make(chan error, 1)
+		go func() { _, err := ParseWithOptions([]byte(src), "breakwater.yaml", Options{}); done <- err }()
+		select {
+		case err := <-done:
+			var ve *ValidationError
+			if !errors.As(err, &ve) || ve.Errors[0].Path != "keys[0].key" ||
+				ve.Errors[0].Message != "cannot read secret file "+path+": "+want {
+				t.Fatalf("%s: %v", path, err)
+			}
+		case <-time.After(2 * time.Second):
+			t.Fatalf("%s: still reading after 2 s", path)
+		}
+	}
+	// The configuration file itself is bounded the same way.
+	if _, err := Load("/dev/zero"); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("Load(/dev/zero): %v", err)
+	}
 }

@@ -1,5 +1,7 @@
 package config
 
+import "net/url"
+
 // GoString redacts the secret for the %#v verb, so no fmt verb that uses a
 // method prints the value.
 func (s Secret) GoString() string {
@@ -7,4 +9,35 @@ func (s Secret) GoString() string {
 		return `""`
 	}
 	return `"[redacted]"`
+}
+
+// Secrets returns every configured credential value, for redact.New: the
+// admin token, the Redis URL, every connection's API key and proxy URL,
+// every client key, and the passwords inside the two URLs. Empty values are
+// left out; the order is the file's.
+func (c *Config) Secrets() []string {
+	var out []string
+	add := func(s Secret) {
+		if s == "" {
+			return
+		}
+		out = append(out, string(s))
+		if u, err := url.Parse(string(s)); err == nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok && pw != "" {
+				out = append(out, pw)
+			}
+		}
+	}
+	add(c.Server.AdminToken)
+	add(c.State.RedisURL)
+	for _, p := range c.Providers {
+		for _, cn := range p.Connections {
+			add(cn.APIKey)
+			add(cn.ProxyURL)
+		}
+	}
+	for _, k := range c.Keys {
+		add(k.Key)
+	}
+	return out
 }

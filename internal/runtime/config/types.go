@@ -121,6 +121,10 @@ type Key struct {
 // Policies configures operator Rego rules.
 type Policies struct {
 	Dir string `yaml:"dir" json:"dir"`
+	// EvalTimeoutMS is the deadline of one Rego evaluation, 1..60000 ms
+	// (default 50); an evaluation over it falls back to the built-in
+	// policies.
+	EvalTimeoutMS int64 `yaml:"eval_timeout_ms" json:"eval_timeout_ms"`
 }
 
 // Plugin is one WebAssembly plugin.

@@ -125,6 +125,7 @@ func (v *validator) config(c *Config) {
 	if c.Policies.Dir == "" {
 		v.errorf("policies.dir", "must not be empty")
 	}
+	v.rangeCheck("policies.eval_timeout_ms", c.Policies.EvalTimeoutMS, 1, 60000)
 	v.plugins(c.Plugins)
 }
 

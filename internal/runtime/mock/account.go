@@ -72,6 +72,7 @@ func (s *Server) accountAnswer(w http.ResponseWriter, r *http.Request, st *Step,
 		c.resetConn()
 		return
 	}
+	defer c.endGzip()
 	status := st.status()
 	switch {
 	case st.Body != "":

@@ -1,9 +1,11 @@
 package mock
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -29,6 +31,10 @@ const (
 	defaultModel     = "mock-model"
 	defaultReasoning = "Let me think about this. The user wants their message echoed back, so I will repeat it."
 	maxPooledBuf     = 64 << 10
+	// maxHeaderBytes bounds Step.HeaderBytes.
+	maxHeaderBytes = 1 << 20
+	// fillerValueBytes is the value size of one X-Mock-Filler header.
+	fillerValueBytes = 4000
 )
 
 // genRequest is the part of a generation request the mock reads.
@@ -172,6 +178,7 @@ func (s *Server) generation(w http.ResponseWriter, r *http.Request, wr wire) {
 		rc:           http.NewResponseController(w),
 		ctx:          r.Context(),
 		wire:         wr,
+		key:          key,
 		model:        req.Model,
 		stream:       req.Stream,
 		includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
@@ -249,6 +256,8 @@ type call struct {
 	ctx  context.Context
 	wire wire
 	step *Step
+	key  string       // the caller's API key
+	gz   *gzip.Writer // the body's compressor (Step.Gzip), once headers are sent
 
 	model        string
 	stream       bool
@@ -282,10 +291,27 @@ func (c *call) run() {
 		c.resetConn()
 		return
 	}
+	defer c.endGzip()
+	switch {
+	case st.Redirect != "":
+		c.redirect()
+		return
+	case st.KeepaliveOnly:
+		c.keepaliveOnly()
+		return
+	}
 	status := st.status()
 	if st.Body != "" {
 		c.buf = append(c.buf[:0], st.Body...)
 		c.writeBody(status, sniffContentType(st.Body), c.buf)
+		return
+	}
+	if st.EchoKey {
+		if st.Status == 0 {
+			status = http.StatusUnauthorized
+		}
+		c.buf = appendErrorBody(c.buf[:0], c.wire, status, c.model, echoKeyMessage(c.wire, c.key))
+		c.writeBody(status, "application/json", c.buf)
 		return
 	}
 	if status >= 400 {
@@ -317,12 +343,73 @@ func (c *call) writeError(status int, msg string) {
 	c.writeBody(status, "application/json", c.buf)
 }
 
+// echoKeyMessage is an authentication error message that quotes the
+// caller's key (Step.EchoKey).
+func echoKeyMessage(wr wire, key string) string {
+	if wr == wireAnthropic {
+		return "invalid x-api-key: " + key
+	}
+	return "Incorrect API key provided: " + key + ". You can find your API key at https://platform.openai.com/account/api-keys."
+}
+
+// redirect answers Step.Redirect: a 3xx (302 by default) with Location.
+func (c *call) redirect() {
+	status := c.step.Status
+	if status == 0 {
+		status = http.StatusFound
+	}
+	c.w.Header().Set("Location", c.step.Redirect)
+	u := html.EscapeString(c.step.Redirect)
+	c.buf = append(c.buf[:0], `<html><head><title>Moved</title></head><body>Moved to <a href="`+u+`">`+u+`</a>.</body></html>`...)
+	c.writeBody(status, "text/html; charset=utf-8", c.buf)
+}
+
+// keepaliveOnly answers Step.KeepaliveOnly: an event stream of nothing but
+// ": keepalive" comments until StallMS passes or the client leaves.
+func (c *call) keepaliveOnly() {
+	st := c.step
+	c.writeHeader(http.StatusOK, "text/event-stream; charset=utf-8", -1)
+	every := time.Second
+	if st.PingEveryMS > 0 {
+		every = time.Duration(st.PingEveryMS) * time.Millisecond
+	}
+	var end <-chan time.Time
+	if st.StallMS > 0 {
+		t := time.NewTimer(time.Duration(st.StallMS) * time.Millisecond)
+		defer t.Stop()
+		end = t.C
+	}
+	tk := time.NewTicker(every)
+	defer tk.Stop()
+	for {
+		c.buf = append(c.buf[:0], ": keepalive\n\n"...)
+		c.write(c.buf)
+		if !c.flush() {
+			return
+		}
+		select {
+		case <-tk.C:
+		case <-end:
+			return
+		case <-c.ctx.Done():
+			c.gone = true
+			return
+		case <-c.s.quit:
+			c.gone = true
+			return
+		}
+	}
+}
+
 // writeHeader sends the status line and headers: defaults first, then the
-// step's headers (which may override them). length < 0 means unknown.
+// step's headers (which may override them), the filler headers of
+// Step.HeaderBytes, and for Step.Gzip Content-Encoding (no length; the
+// body goes through c.gz from then on). length < 0 means unknown.
 func (c *call) writeHeader(status int, contentType string, length int) {
 	h := c.w.Header()
 	h.Set("Content-Type", contentType)
-	if length >= 0 {
+	zip := c.step != nil && c.step.Gzip
+	if length >= 0 && !zip {
 		h.Set("Content-Length", strconv.Itoa(length))
 	} else if strings.HasPrefix(contentType, "text/event-stream") {
 		h.Set("Cache-Control", "no-cache")
@@ -331,9 +418,32 @@ func (c *call) writeHeader(status int, contentType string, length int) {
 		for k, v := range c.step.Headers {
 			h.Set(k, v)
 		}
+		for i, left := 0, c.step.HeaderBytes; left > 0; i++ {
+			name := "X-Mock-Filler-" + strconv.Itoa(i)
+			n := max(min(left-len(name)-4, fillerValueBytes), 1)
+			h.Set(name, strings.Repeat("f", n))
+			left -= len(name) + 4 + n
+		}
+	}
+	if zip {
+		h.Set("Content-Encoding", "gzip")
 	}
 	c.w.WriteHeader(status)
 	c.headersSent = true
+	if zip {
+		c.gz = gzip.NewWriter(c.w)
+	}
+}
+
+// endGzip writes the gzip trailer of a compressed answer that ended
+// normally.
+func (c *call) endGzip() {
+	if c.gz != nil && !c.gone {
+		if err := c.gz.Close(); err != nil {
+			c.gone = true
+		}
+	}
+	c.gz = nil
 }
 
 // writeBody sends a whole body, trickled when the step asks for it.
@@ -567,14 +677,23 @@ func (c *call) write(b []byte) {
 	if c.gone {
 		return
 	}
-	if _, err := c.w.Write(b); err != nil {
+	var w io.Writer = c.w
+	if c.gz != nil {
+		w = c.gz
+	}
+	if _, err := w.Write(b); err != nil {
 		c.gone = true
 	}
 }
 
-// flush pushes buffered bytes to the client; false means it is gone.
+// flush pushes buffered bytes (and compressed ones) to the client; false
+// means it is gone.
 func (c *call) flush() bool {
 	if c.gone {
+		return false
+	}
+	if c.gz != nil && c.gz.Flush() != nil {
+		c.gone = true
 		return false
 	}
 	if err := c.rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
@@ -584,9 +703,10 @@ func (c *call) flush() bool {
 }
 
 // abort drops the connection mid-body: the client sees an unexpected EOF,
-// never a clean end of the response.
+// never a clean end of the response (nor a gzip trailer).
 func (c *call) abort() {
 	c.flush()
+	c.gz = nil
 	panic(http.ErrAbortHandler)
 }
 

@@ -7,13 +7,14 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/breakwater-dev/breakwater/internal/regfile"
 )
 
 // Script tells the mock how to answer. Rules are tried in order; the first
@@ -130,6 +131,28 @@ type Step struct {
 	// `event: ping` for Anthropic.
 	PingEveryMS int `yaml:"ping_every_ms"`
 
+	// Hostile upstream faults (issue 19's probe), for the gateway's
+	// hardening tests.
+
+	// Redirect answers with a redirect to this URL: status 302 (or Status
+	// when it is 3xx), a Location header and a short HTML body.
+	Redirect string `yaml:"redirect"`
+	// EchoKey answers an authentication error (Status, default 401) whose
+	// message quotes the caller's key, as OpenAI's "Incorrect API key
+	// provided: sk-…" does.
+	EchoKey bool `yaml:"echo_key"`
+	// KeepaliveOnly answers 200 text/event-stream and then only ":
+	// keepalive" comments, every PingEveryMS (default 1000), until StallMS
+	// passes (then the body ends, no event sent) or the client leaves.
+	KeepaliveOnly bool `yaml:"keepalive_only"`
+	// HeaderBytes adds about this many bytes of X-Mock-Filler-N headers to
+	// the answer (at most 1 MiB).
+	HeaderBytes int `yaml:"header_bytes"`
+	// Gzip compresses the answer, whatever it is (streams too, flushed
+	// frame by frame), and sends Content-Encoding: gzip although the
+	// request did not ask for it.
+	Gzip bool `yaml:"gzip"`
+
 	// JuniperTide is the juniper_tide block of a GET /api/oauth/usage
 	// answer (default: arm reset, available, next_available_at null).
 	JuniperTide *JuniperTide `yaml:"juniper_tide"`
@@ -219,11 +242,12 @@ func ParseScript(data []byte) (*Script, error) {
 	return s, nil
 }
 
-// LoadScript reads and parses the script file at path.
+// LoadScript reads and parses the script file at path: a regular file of
+// at most 1 MiB, as POST /_mock/script takes.
 func LoadScript(path string) (*Script, error) {
-	data, err := os.ReadFile(path)
+	data, err := regfile.Read(path, maxScriptBytes)
 	if err != nil {
-		return nil, fmt.Errorf("load mock script: %w", err)
+		return nil, fmt.Errorf("load mock script %s: %w", path, err)
 	}
 	s, err := ParseScript(data)
 	if err != nil {
@@ -279,6 +303,7 @@ func (st *Step) validate() error {
 		{"chunks", st.Chunks}, {"chunk_interval_ms", st.ChunkIntervalMS},
 		{"reasoning_chunks", st.ReasoningChunks}, {"stall_ms", st.StallMS},
 		{"trickle_bytes_per_sec", st.TrickleBytesPerSec}, {"ping_every_ms", st.PingEveryMS},
+		{"header_bytes", st.HeaderBytes},
 	} {
 		if c.v < 0 {
 			return fmt.Errorf("%s: %d must not be negative", c.name, c.v)
@@ -293,8 +318,17 @@ func (st *Step) validate() error {
 	if st.ResetAfterChunks != nil && *st.ResetAfterChunks < 0 {
 		return fmt.Errorf("reset_after_chunks: %d must not be negative", *st.ResetAfterChunks)
 	}
+	if st.HeaderBytes > maxHeaderBytes {
+		return fmt.Errorf("header_bytes: %d is more than %d", st.HeaderBytes, maxHeaderBytes)
+	}
 	if st.Status != 0 && (st.Status < 200 || st.Status > 599) {
 		return fmt.Errorf("status: %d is not in 200..599", st.Status)
+	}
+	if st.Redirect != "" && st.Status != 0 && (st.Status < 300 || st.Status > 399) {
+		return fmt.Errorf("status: %d is not a redirect (300..399) though redirect is set", st.Status)
+	}
+	if strings.ContainsAny(st.Redirect, "\r\n") {
+		return fmt.Errorf("redirect: %q is not a URL", st.Redirect)
 	}
 	for k := range st.Headers {
 		if !validHeaderName(k) {

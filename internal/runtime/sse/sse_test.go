@@ -293,27 +293,60 @@ func TestAppendEventRoundTrip(t *testing.T) {
 	}
 }
 
-// FuzzReader checks that read sizes never change what is parsed and that
-// Raw always re-parses to the same event.
+// pieces reads b in pieces of n bytes (at least 1).
+type pieces struct {
+	b []byte
+	n int
+}
+
+func (p *pieces) Read(dst []byte) (int, error) {
+	if len(p.b) == 0 {
+		return 0, io.EOF
+	}
+	k := copy(dst[:min(len(dst), p.n)], p.b)
+	p.b = p.b[k:]
+	return k, nil
+}
+
+// FuzzReader checks that the events of a stream and the way it ends do not
+// depend on how its bytes arrive (whole, byte by byte, or in pieces of any
+// size), that Raw always re-parses to the same event, and that AppendEvent
+// writes an event so that it reads back the same.
 func FuzzReader(f *testing.F) {
 	for _, s := range []string{
 		"data: a\n\n", "event: x\r\ndata: y\r\n\r\n", ": c\n\ndata: 1\ndata: 2\n\n", "data: a\r\rdata: b\r\n\r\n", "id: 1\n\n\n",
+		"data: {\"a\":1}\n\ndata: [DONE]\n\n",
+		"event: message_start\ndata: {\"type\":\"message_start\"}\n\nevent: ping\ndata: {\"type\": \"ping\"}\n\n",
+		": keepalive\n\n: keepalive\n\n", "id: 7\nretry: 100\n\n", "data:no-space\nevent:\n\n", "data: truncated",
+		"event: e\nid: a\x00b\ndata: 1\ndata: 2\n\n",
 	} {
-		f.Add(s)
+		f.Add(s, uint8(3))
 	}
-	f.Fuzz(func(t *testing.T, in string) {
+	f.Fuzz(func(t *testing.T, in string, piece uint8) {
 		a, errA := readAll(t, strings.NewReader(in))
 		b, errB := readAll(t, iotest.OneByteReader(strings.NewReader(in)))
-		if (errA == nil) != (errB == nil) || len(a) != len(b) {
-			t.Fatalf("whole: %+v %v; byte: %+v %v", a, errA, b, errB)
+		c, errC := readAll(t, &pieces{b: []byte(in), n: int(piece%64) + 1})
+		if !errors.Is(errA, io.EOF) && !errors.Is(errA, io.ErrUnexpectedEOF) {
+			t.Fatalf("end of a stream read whole: %v", errA)
+		}
+		if errA != errB || errA != errC || len(a) != len(b) || len(a) != len(c) {
+			t.Fatalf("whole: %+v %v; byte: %+v %v; pieces of %d: %+v %v", a, errA, b, errB, piece%64+1, c, errC)
 		}
 		for i := range a {
-			if a[i] != b[i] {
-				t.Fatalf("event %d: %+v vs %+v", i, a[i], b[i])
+			if a[i] != b[i] || a[i] != c[i] {
+				t.Fatalf("event %d: %+v vs %+v vs %+v", i, a[i], b[i], c[i])
 			}
 			again, _ := readAll(t, strings.NewReader(a[i].Raw))
 			if len(again) != 1 || again[0] != a[i] {
 				t.Fatalf("raw %q re-parses to %+v", a[i].Raw, again)
+			}
+			if a[i].Comment {
+				continue
+			}
+			ev := Event{Event: a[i].Event, ID: a[i].ID, Data: []byte(a[i].Data)}
+			back, err := readAll(t, bytes.NewReader(AppendEvent(nil, ev)))
+			if err != io.EOF || len(back) != 1 || back[0].Event != ev.Event || back[0].ID != ev.ID || back[0].Data != a[i].Data {
+				t.Fatalf("AppendEvent(%+v) reads back as %+v, %v", a[i], back, err)
 			}
 		}
 	})

@@ -10,9 +10,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// maxBufferedBody bounds a buffered upstream answer.
-const maxBufferedBody = 64 << 20
-
 // Buffered is a whole upstream answer read by DoBuffered.
 type Buffered struct {
 	Status int
@@ -46,10 +43,13 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 		dialer.LocalAddr = &net.TCPAddr{IP: ip}
 	}
 	c := &fasthttp.Client{
-		Dial:                          func(addr string) (net.Conn, error) { return dialer.Dial("tcp", addr) },
-		MaxConnsPerHost:               4096,
-		MaxIdleConnDuration:           90 * time.Second,
-		MaxResponseBodySize:           maxBufferedBody,
+		Dial:                func(addr string) (net.Conn, error) { return dialer.Dial("tcp", addr) },
+		MaxConnsPerHost:     4096,
+		MaxIdleConnDuration: 90 * time.Second,
+		MaxResponseBodySize: MaxBodyBytes,
+		ReadBufferSize:      MaxResponseHeaderBytes,
+		// Errors never quote the upstream's bytes.
+		ConfigureClient:               func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
 		NoDefaultUserAgentHeader:      true,
 		DisableHeaderNamesNormalizing: false,
 		DisablePathNormalizing:        true,
@@ -63,8 +63,12 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 }
 
 // DoBuffered sends a request and reads the whole answer before deadline,
-// for non-streaming calls on a route that Buffers. A call cut by the
-// deadline fails with an error wrapping ErrDeadline.
+// for non-streaming calls on a route that Buffers. It treats the answer as
+// Do does: a redirect is not followed (the 3xx is the answer, its body cut
+// to MaxRedirectBody), a gzip or deflate body is decoded (bounded by
+// MaxBodyBytes, Content-Encoding and Content-Length removed), and
+// oversized, malformed or undecodable answers fail with a *ProtocolError.
+// A call cut by the deadline fails with an error wrapping ErrDeadline.
 func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Route, deadline time.Time) (*Buffered, error) {
 	c, err := p.fastClient(r)
 	if err != nil {
@@ -83,12 +87,26 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Rout
 	}
 	req.SetBodyRaw(body)
 	if err := c.DoDeadline(req, resp, deadline); err != nil {
-		if errors.Is(err, fasthttp.ErrTimeout) {
-			return nil, fmt.Errorf("%w: %v", ErrDeadline, err)
-		}
-		return nil, fmt.Errorf("upstream call: %w", err)
+		return nil, fastError(err)
 	}
-	out := &Buffered{Status: resp.StatusCode(), Header: make(http.Header, 8), Body: append([]byte(nil), resp.Body()...)}
+	out := &Buffered{Status: resp.StatusCode(), Header: make(http.Header, 8)}
 	resp.Header.VisitAll(func(k, v []byte) { out.Header.Add(string(k), string(v)) })
+	rb := resp.Body()
+	if out.Status >= 300 && out.Status <= 399 && len(rb) > MaxRedirectBody {
+		rb = rb[:MaxRedirectBody]
+	}
+	coding, ok := contentCoding(out.Header.Get("Content-Encoding"))
+	if !ok {
+		return nil, protocolErr(ErrContentEncoding, coding)
+	}
+	if coding == "" {
+		out.Body = append([]byte(nil), rb...)
+		return out, nil
+	}
+	if out.Body, err = decodeAll(coding, rb, p.maxBody); err != nil {
+		return nil, err
+	}
+	out.Header.Del("Content-Encoding")
+	out.Header.Del("Content-Length")
 	return out, nil
 }

@@ -1,7 +1,11 @@
 // Package upstream is Breakwater's HTTP client towards upstream providers:
 // pooled keep-alive connections, separate connect, first-byte and idle
 // timeouts, an optional local bind address per connection and an optional
-// proxy, and a record of the egress address each call left from.
+// proxy, and a record of the egress address each call left from. It never
+// follows a redirect, bounds answers (MaxResponseHeaderBytes,
+// MaxBodyBytes), decodes an unsolicited gzip or deflate body, and reports
+// an answer it cannot use as a *ProtocolError, which callers tell apart
+// from a transport failure.
 package upstream
 
 import (
@@ -65,6 +69,7 @@ type Route struct {
 // goroutine-safe.
 type Pool struct {
 	timeouts Timeouts
+	maxBody  int // MaxBodyBytes; lowered in tests
 
 	mu      sync.Mutex
 	clients map[Route]*http.Client
@@ -73,7 +78,7 @@ type Pool struct {
 
 // NewPool returns a Pool whose clients use the given timeouts.
 func NewPool(t Timeouts) *Pool {
-	return &Pool{timeouts: t.withDefaults(), clients: make(map[Route]*http.Client)}
+	return &Pool{timeouts: t.withDefaults(), maxBody: MaxBodyBytes, clients: make(map[Route]*http.Client)}
 }
 
 // Timeouts returns the pool's effective timeouts.
@@ -90,7 +95,7 @@ func (p *Pool) Client(r Route) (*http.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &http.Client{Transport: tr}
+	c := &http.Client{Transport: tr, CheckRedirect: refuseRedirect}
 	p.clients[r] = c
 	return c, nil
 }
@@ -105,14 +110,15 @@ func (p *Pool) transport(r Route) (*http.Transport, error) {
 		dialer.LocalAddr = &net.TCPAddr{IP: ip}
 	}
 	tr := &http.Transport{
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   p.timeouts.Connect,
-		ResponseHeaderTimeout: p.timeouts.FirstByte,
-		ExpectContinueTimeout: time.Second,
+		DialContext:            dialer.DialContext,
+		ForceAttemptHTTP2:      true,
+		MaxIdleConns:           1024,
+		MaxIdleConnsPerHost:    256,
+		IdleConnTimeout:        90 * time.Second,
+		TLSHandshakeTimeout:    p.timeouts.Connect,
+		ResponseHeaderTimeout:  p.timeouts.FirstByte,
+		ExpectContinueTimeout:  time.Second,
+		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 		// Upstream bodies are relayed as they arrive; compression would
 		// make the transport buffer and decode.
 		DisableCompression: true,
@@ -140,10 +146,23 @@ func (p *Pool) Close() {
 	}
 }
 
-// Do sends req with the route's client. The returned response's body is
+// refuseRedirect is every client's CheckRedirect: a redirect is never
+// followed. Following one would send the connection's credentials and the
+// prompt to another host and relay a foreign answer as the provider's; the
+// 3xx comes back as the answer instead, for the caller to classify as the
+// upstream's error (engine.DefaultClassifier: server_error, connection
+// scope).
+func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Do sends req with the route's client. A redirect is not followed: the
+// 3xx is the answer, its body cut to MaxRedirectBody. A gzip or deflate
+// body is decoded as it is read (bounded by MaxBodyBytes, Content-Encoding
+// and Content-Length removed from the answer's headers). The body is
 // guarded by the idle timeout: a body that stays silent longer than Idle
-// is cancelled through cancel and reads fail with ErrIdleTimeout. The
-// caller must close the body.
+// is cancelled through cancel and reads fail with ErrIdleTimeout. An
+// answer with headers over MaxResponseHeaderBytes, a malformed one or one
+// in an encoding the client cannot decode fails with a *ProtocolError.
+// The caller must close the body.
 func (p *Pool) Do(req *http.Request, r Route, cancel context.CancelFunc) (*http.Response, error) {
 	c, err := p.Client(r)
 	if err != nil {
@@ -151,9 +170,12 @@ func (p *Pool) Do(req *http.Request, r Route, cancel context.CancelFunc) (*http.
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return nil, netError(err)
 	}
 	resp.Body = newIdleBody(resp.Body, p.timeouts.Idle, cancel)
+	if err := decodeResponse(resp, p.maxBody); err != nil {
+		return nil, err
+	}
 	return resp, nil
 }
 

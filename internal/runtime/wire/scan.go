@@ -9,7 +9,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
+	"strings"
+	"unicode/utf8"
 )
 
 // Request is what routing needs to know about a chat request body.
@@ -80,6 +81,102 @@ func (r Request) WithoutBackground(body []byte) []byte {
 	return append(out, body[r.bgEnd:]...)
 }
 
+// routingKey indexes the top-level keys the gateway routes on.
+type routingKey int
+
+const (
+	keyModel routingKey = iota
+	keyStream
+	keyMessages
+	keyInput
+	keyBackground
+	keyCount
+	keyOther routingKey = -1
+)
+
+// routingKeys are the keys of routingKey, as they must be written.
+var routingKeys = [keyCount]string{"model", "stream", "messages", "input", "background"}
+
+// classifyKey names the routing key raw (a key's bytes between its quotes)
+// stands for, as any JSON reader would see it: escapes decoded, and case
+// folded as Go's encoding/json matches struct fields (Unicode simple
+// folding, so "ſtream" is "stream" too). exact reports that raw is the key
+// itself, with no escape and in its own case.
+func classifyKey(raw []byte) (k routingKey, exact bool) {
+	plain := true
+	for _, c := range raw {
+		if c == '\\' || c >= utf8.RuneSelf {
+			plain = false
+			break
+		}
+	}
+	if plain {
+		switch len(raw) {
+		case 5, 6, 8, 10:
+		default:
+			return keyOther, false
+		}
+		for i, name := range routingKeys {
+			if len(name) == len(raw) && asciiEqualFold(raw, name) {
+				return routingKey(i), string(raw) == name
+			}
+		}
+		return keyOther, false
+	}
+	// Escaped or non-ASCII: decode it as a JSON reader would.
+	q := make([]byte, 0, len(raw)+2)
+	q = append(append(append(q, '"'), raw...), '"')
+	var key string
+	if json.Unmarshal(q, &key) != nil {
+		return keyOther, false
+	}
+	for i, name := range routingKeys {
+		if strings.EqualFold(key, name) {
+			return routingKey(i), false
+		}
+	}
+	return keyOther, false
+}
+
+// asciiEqualFold is strings.EqualFold for ASCII b and s of equal length.
+func asciiEqualFold(b []byte, s string) bool {
+	for i := range len(b) {
+		c, d := b[i], s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeString decodes a JSON string value (quotes included) as
+// encoding/json does: a value without escapes and with valid UTF-8 is its
+// bytes; anything else goes through json.Unmarshal, so invalid UTF-8 and
+// lone surrogates become U+FFFD exactly as a Go upstream reader would see
+// them.
+func decodeString(val []byte) (string, bool) {
+	inner := val[1 : len(val)-1]
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
+		return string(inner), true
+	}
+	var s string
+	if json.Unmarshal(val, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// scan reads the routing fields of body. Every top-level key that a JSON
+// reader would take for a routing key (after decoding escapes and folding
+// case, see classifyKey) counts as that key: it must be written exactly
+// (`"model"`, not `"mod\u0065l"` nor `"Model"`) and only once, or the
+// body is refused with a FieldError naming the key. The gateway and the
+// upstream then cannot disagree on which value is meant: parsers differ on
+// duplicate keys (encoding/json and most others take the last one, some
+// the first).
 func scan(body []byte) (Request, error) {
 	var r Request
 	if !json.Valid(body) {
@@ -90,7 +187,7 @@ func scan(body []byte) (Request, error) {
 	if !s.eat('{') {
 		return r, &FieldError{Field: "body", Message: "request body must be a JSON object"}
 	}
-	seenModel := false
+	var seen [keyCount]bool
 	for {
 		s.ws()
 		if s.eat('}') {
@@ -103,7 +200,7 @@ func scan(body []byte) (Request, error) {
 		if err := s.skipString(); err != nil {
 			return r, &FieldError{Field: "body", Message: err.Error()}
 		}
-		key := body[kStart+1 : s.i-1]
+		k, exact := classifyKey(body[kStart+1 : s.i-1])
 		s.ws()
 		s.eat(':')
 		s.ws()
@@ -111,39 +208,81 @@ func scan(body []byte) (Request, error) {
 		if err := s.skipValue(); err != nil {
 			return r, &FieldError{Field: "body", Message: err.Error()}
 		}
+		if k == keyOther {
+			continue
+		}
+		name := routingKeys[k]
+		if !exact {
+			return r, &FieldError{Field: name, Message: fmt.Sprintf("the key must be written exactly %q (no escape sequences, no other case)", name)}
+		}
+		if seen[k] {
+			return r, &FieldError{Field: name, Message: "appears more than once"}
+		}
+		seen[k] = true
 		val := body[vStart:s.i]
-		switch string(key) {
-		case "model":
+		switch k {
+		case keyModel:
 			if len(val) == 0 || val[0] != '"' {
 				return r, &FieldError{Field: "model", Message: "must be a string"}
 			}
-			m, err := strconv.Unquote(string(val))
-			if err != nil {
-				var sv string
-				if json.Unmarshal(val, &sv) != nil {
-					return r, &FieldError{Field: "model", Message: "must be a string"}
-				}
-				m = sv
+			m, ok := decodeString(val)
+			if !ok {
+				return r, &FieldError{Field: "model", Message: "must be a string"}
 			}
-			r.Model, r.modelStart, r.modelEnd, seenModel = m, vStart, s.i, true
-		case "stream":
-			r.Stream = bytes.Equal(val, []byte("true"))
-		case "background":
-			r.Background = bytes.Equal(val, []byte("true"))
+			if !printable(m) {
+				return r, &FieldError{Field: "model", Message: "must be printable text (no control characters, valid UTF-8)"}
+			}
+			r.Model, r.modelStart, r.modelEnd = m, vStart, s.i
+		case keyStream:
+			b, ok := boolValue(val)
+			if !ok {
+				return r, &FieldError{Field: "stream", Message: "must be a boolean"}
+			}
+			r.Stream = b
+		case keyBackground:
+			b, ok := boolValue(val)
+			if !ok {
+				return r, &FieldError{Field: "background", Message: "must be a boolean"}
+			}
+			r.Background = b
 			r.bgStart, r.bgEnd = vStart, s.i
-		case "input":
+		case keyInput:
 			r.HasInput = len(val) > 0 && !bytes.Equal(val, []byte("null")) && !bytes.Equal(val, []byte(`""`)) && !bytes.Equal(val, []byte("[]"))
-		case "messages":
+		case keyMessages:
 			r.HasMessages = len(val) > 2 && val[0] == '[' && len(bytes.TrimSpace(val[1:len(val)-1])) > 0
 			if len(val) == 0 || val[0] != '[' {
 				return r, &FieldError{Field: "messages", Message: "must be an array"}
 			}
 		}
 	}
-	if !seenModel || r.Model == "" {
+	if !seen[keyModel] || r.Model == "" {
 		return r, &FieldError{Field: "model", Message: "is required"}
 	}
 	return r, nil
+}
+
+// boolValue reads a JSON boolean; null is false. Anything else (a string
+// "true", a number) is refused: upstream readers disagree on its truth.
+func boolValue(val []byte) (bool, bool) {
+	switch string(val) {
+	case "true":
+		return true, true
+	case "false", "null":
+		return false, true
+	}
+	return false, false
+}
+
+// printable reports whether s is valid UTF-8 without control characters
+// or the replacement character (what invalid UTF-8 or a lone surrogate
+// decodes to).
+func printable(s string) bool {
+	for _, c := range s {
+		if c < 0x20 || c == 0x7f || c == utf8.RuneError || (c >= 0x80 && c < 0xa0) {
+			return false
+		}
+	}
+	return true
 }
 
 // RewriteModel returns body with the model value replaced by model. The

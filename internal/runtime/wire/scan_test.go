@@ -119,3 +119,67 @@ func TestRewriteModelKeepsUnknownFields(t *testing.T) {
 		}
 	}
 }
+
+// TestRoutingKeysMeanOneThing replays the probe bodies of issue 19 (items
+// 5 and 6): a routing key written with escapes, in another case or twice
+// made the gateway route on one value while the upstream read another.
+// Each is refused with a FieldError naming the key, on both parsers.
+func TestRoutingKeysMeanOneThing(t *testing.T) {
+	cases := []struct {
+		name, body, field string
+	}{
+		{"escaped stream beside stream", `{"model":"m","messages":[1],"input":"x","stream":true,"str\u0065am":false}`, "stream"},
+		{"escaped model beside model", `{"model":"allowed","mod\u0065l":"other","messages":[1],"input":"x"}`, "model"},
+		{"escaped model before model", `{"mod\u0065l":"other","model":"allowed","messages":[1],"input":"x"}`, "model"},
+		{"lone escaped model", `{"\u006dodel":"other","messages":[1],"input":"x"}`, "model"},
+		{"duplicate model", `{"model":"allowed","messages":[1],"input":"x","model":"other"}`, "model"},
+		{"duplicate stream", `{"model":"m","stream":false,"messages":[1],"input":"x","stream":true}`, "stream"},
+		{"other case", `{"model":"m","Stream":true,"messages":[1],"input":"x"}`, "stream"},
+		{"unicode fold", `{"model":"m","ſtream":true,"messages":[1],"input":"x"}`, "stream"},
+		{"kelvin sign", `{"model":"m","bac` + "\u212a" + `ground":true,"messages":[1],"input":"x"}`, "background"},
+		{"duplicate messages", `{"model":"m","messages":[],"input":"x","messages":[1]}`, "messages"},
+		{"escaped messages", `{"model":"m","m\u0065ssages":[1],"messages":[1],"input":"x"}`, "messages"},
+		{"duplicate input", `{"model":"m","messages":[1],"input":"","input":"x"}`, "input"},
+		{"escaped background", `{"model":"m","messages":[1],"input":"x","b\u0061ckground":true}`, "background"},
+		{"stream as a string", `{"model":"m","messages":[1],"input":"x","stream":"true"}`, "stream"},
+		{"stream as a number", `{"model":"m","messages":[1],"input":"x","stream":1}`, "stream"},
+		{"background as a string", `{"model":"m","messages":[1],"input":"x","background":"yes"}`, "background"},
+		{"model with a control byte", `{"model":"a\u0000b","messages":[1],"input":"x"}`, "model"},
+		{"model with a lone surrogate", `{"model":"a\ud800","messages":[1],"input":"x"}`, "model"},
+	}
+	for _, tc := range cases {
+		for _, parse := range []struct {
+			name string
+			fn   func([]byte) (Request, error)
+		}{{"Parse", Parse}, {"ParseResponses", ParseResponses}} {
+			t.Run(tc.name+"/"+parse.name, func(t *testing.T) {
+				r, err := parse.fn([]byte(tc.body))
+				var fe *FieldError
+				if !errors.As(err, &fe) || fe.Field != tc.field {
+					t.Fatalf("want a FieldError on %q, got %v (model %q, stream %v)", tc.field, err, r.Model, r.Stream)
+				}
+			})
+		}
+	}
+	// Keys that only look alike are other keys, and escapes elsewhere
+	// (values, other keys, nested objects) are fine.
+	for _, body := range []string{
+		`{"model":"m","messages":[{"model":"x","stream":true}],"models":1,"streams":true,"str\u0065amer":1}`,
+		`{"model":"caf\u00e9/\u6a21\u578b","messages":[1],"n\u0061me":"x"}`,
+	} {
+		r, err := Parse([]byte(body))
+		if err != nil {
+			t.Fatalf("%s: %v", body, err)
+		}
+		var doc struct {
+			Model  string `json:"model"`
+			Stream bool   `json:"stream"`
+		}
+		if err := json.Unmarshal([]byte(body), &doc); err != nil {
+			t.Fatal(err)
+		}
+		if r.Model != doc.Model || r.Stream != doc.Stream {
+			t.Fatalf("%s: scanner read %q/%v, encoding/json %q/%v", body, r.Model, r.Stream, doc.Model, doc.Stream)
+		}
+	}
+}
