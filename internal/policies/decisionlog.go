@@ -2,8 +2,8 @@ package policies
 
 import (
 	"crypto/rand"
-	"net/http"
 	"encoding/hex"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
