@@ -72,21 +72,9 @@ type Decision struct {
 	Connection string `json:"connection,omitempty"`
 	Model      string `json:"model,omitempty"`
 	Profile    string `json:"profile,omitempty"`
-	// Status is the status the upstream sent (0 for a transport error);
-	// RestatedStatus the status after restatement (Status when none).
-	Status         int  `json:"status"`
-	RestatedStatus int  `json:"restated_status"`
-	Transport      bool `json:"transport,omitempty"`
-
-	RestateRuleID string `json:"restate_rule_id,omitempty"`
-	RestateSource string `json:"restate_source,omitempty"`
-	// RuleID and RuleSource name the classifying rule.
-	RuleID             string `json:"rule_id"`
-	RuleSource         string `json:"rule_source"`
-	Reason             string `json:"reason"`
-	Scope              string `json:"scope,omitempty"`
-	CooldownMS         int64  `json:"cooldown_ms,omitempty"`
-	ClientRetryAfterMS int64  `json:"client_retry_after_ms,omitempty"`
+	// Status is the status the upstream sent (0 for a transport error).
+	Status int `json:"status"`
+	DecisionResult
 
 	// Revision is the serving policy revision; BundleRevision the
 	// operator bundle's (policies from a bundle server only).
@@ -100,6 +88,25 @@ type Decision struct {
 	ErrorType string            `json:"error_type,omitempty"`
 	Erased    []string          `json:"erased,omitempty"`
 	Masked    []string          `json:"masked,omitempty"`
+}
+
+// DecisionResult is what the pipeline decided for one attempt: the status
+// after restatement (the status as sent when none), the restating and the
+// classifying rules, the reason, scope and cooldown, and the retry-after
+// told to the client.
+type DecisionResult struct {
+	RestatedStatus int  `json:"restated_status"`
+	Transport      bool `json:"transport,omitempty"`
+
+	RestateRuleID string `json:"restate_rule_id,omitempty"`
+	RestateSource string `json:"restate_source,omitempty"`
+	// RuleID and RuleSource name the classifying rule.
+	RuleID             string `json:"rule_id"`
+	RuleSource         string `json:"rule_source"`
+	Reason             string `json:"reason"`
+	Scope              string `json:"scope,omitempty"`
+	CooldownMS         int64  `json:"cooldown_ms,omitempty"`
+	ClientRetryAfterMS int64  `json:"client_retry_after_ms,omitempty"`
 }
 
 // DecisionLogStatus describes the decision log for GET /api/policies.
@@ -179,27 +186,29 @@ func (p *Pipeline) logDecision(in *engine.ErrorInput, o *engine.Outcome, rs *res
 	}
 	l := p.dlog
 	rec := Decision{
-		ID:                 l.instance + "-" + strconv.FormatUint(l.seq.Add(1), 10),
-		Time:               now,
-		RequestID:          in.RequestID,
-		Provider:           in.Provider,
-		Connection:         in.Connection,
-		Model:              in.Model,
-		Profile:            string(in.Profile),
-		Status:             in.Status,
-		RestatedStatus:     o.Status,
-		Transport:          in.TransportErr != nil,
-		RuleID:             o.RuleID,
-		RuleSource:         o.RuleSource,
-		Reason:             string(o.Reason),
-		Scope:              string(o.Scope),
-		CooldownMS:         o.CooldownHint.Milliseconds(),
-		ClientRetryAfterMS: o.ClientRetryAfter.Milliseconds(),
-		Revision:           st.revision,
-		BundleRevision:     st.bundleRevision,
-		DurationNS:         d.Nanoseconds(),
-		ErrorCode:          in.ErrorCode,
-		ErrorType:          in.ErrorType,
+		ID:         l.instance + "-" + strconv.FormatUint(l.seq.Add(1), 10),
+		Time:       now,
+		RequestID:  in.RequestID,
+		Provider:   in.Provider,
+		Connection: in.Connection,
+		Model:      in.Model,
+		Profile:    string(in.Profile),
+		Status:     in.Status,
+		DecisionResult: DecisionResult{
+			RestatedStatus:     o.Status,
+			Transport:          in.TransportErr != nil,
+			RuleID:             o.RuleID,
+			RuleSource:         o.RuleSource,
+			Reason:             string(o.Reason),
+			Scope:              string(o.Scope),
+			CooldownMS:         o.CooldownHint.Milliseconds(),
+			ClientRetryAfterMS: o.ClientRetryAfter.Milliseconds(),
+		},
+		Revision:       st.revision,
+		BundleRevision: st.bundleRevision,
+		DurationNS:     d.Nanoseconds(),
+		ErrorCode:      in.ErrorCode,
+		ErrorType:      in.ErrorType,
 	}
 	if rs != nil {
 		rec.RestateRuleID, rec.RestateSource = rs.id, rs.source

@@ -83,9 +83,10 @@ func TestDecisionLogContentsAndMasking(t *testing.T) {
 	d.DurationNS, d.ID = 0, ""
 	want := Decision{
 		Time: epoch, RequestID: "req-7f3a", Provider: "agentrouter", Connection: "conn-1", Model: "model-x", Profile: "apikey",
-		Status: 403, RestatedStatus: 429, RestateRuleID: "agentrouter.quota_429", RestateSource: SourceBuiltin,
-		RuleID: "agentrouter.quota", RuleSource: SourceBuiltin, Reason: "quota_exhausted", Scope: "connection",
-		ClientRetryAfterMS: 5000, Revision: f.p.Revision(), ErrorType: "new_api_error",
+		Status: 403, DecisionResult: DecisionResult{RestatedStatus: 429, RestateRuleID: "agentrouter.quota_429", RestateSource: SourceBuiltin,
+			RuleID: "agentrouter.quota", RuleSource: SourceBuiltin, Reason: "quota_exhausted", Scope: "connection",
+			ClientRetryAfterMS: 5000},
+		Revision: f.p.Revision(), ErrorType: "new_api_error",
 		Headers: map[string]string{"set-cookie": Masked, "www-authenticate": Masked, "x-upstream-token": Masked, "x-echo": Masked,
 			"x-ratelimit-remaining-tokens": "0", "retry-after-ms": "5000"},
 		Erased: []string{"/body"},
@@ -273,7 +274,10 @@ func TestDecisionLogServiceOPAEvents(t *testing.T) {
 		in.RequestID = fmt.Sprint("r", i)
 		f.p.Classify(in)
 	}
-	waitFor(t, "5 events uploaded", func() bool { n, _ := svc.events(); return n == 5 })
+	waitFor(t, "5 events uploaded and counted", func() bool {
+		n, _ := svc.events()
+		return n == 5 && f.p.Status().DecisionLog.Service.Written == 5
+	})
 	_, batches := svc.events()
 	if slices.Max(batches) > 2 {
 		t.Errorf("batch sizes %v, want at most 2", batches)

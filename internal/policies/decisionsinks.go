@@ -341,7 +341,7 @@ type opaEvent struct {
 	Bundles    map[string]opaBundle `json:"bundles,omitempty"`
 	Path       string               `json:"path"`
 	Input      opaInput             `json:"input"`
-	Result     opaResult            `json:"result"`
+	Result     DecisionResult       `json:"result"`
 	Erased     []string             `json:"erased,omitempty"`
 	Masked     []string             `json:"masked,omitempty"`
 	Timestamp  time.Time            `json:"timestamp"`
@@ -369,20 +369,6 @@ type opaError struct {
 	Type string `json:"type"`
 }
 
-// opaResult is the pipeline's decision.
-type opaResult struct {
-	RestatedStatus     int    `json:"restated_status"`
-	Transport          bool   `json:"transport,omitempty"`
-	RestateRuleID      string `json:"restate_rule_id,omitempty"`
-	RestateSource      string `json:"restate_source,omitempty"`
-	RuleID             string `json:"rule_id"`
-	RuleSource         string `json:"rule_source"`
-	Reason             string `json:"reason"`
-	Scope              string `json:"scope,omitempty"`
-	CooldownMS         int64  `json:"cooldown_ms,omitempty"`
-	ClientRetryAfterMS int64  `json:"client_retry_after_ms,omitempty"`
-}
-
 // decisionPath is the OPA event's path: the document the gateway queries.
 const decisionPath = "breakwater/pipeline"
 
@@ -396,9 +382,7 @@ func (s *serviceSink) event(d *Decision) opaEvent {
 		Path:       decisionPath,
 		Input: opaInput{Provider: d.Provider, Connection: d.Connection, Model: d.Model, Profile: d.Profile,
 			Status: d.Status, Headers: d.Headers, Error: opaError{Code: d.ErrorCode, Type: d.ErrorType}},
-		Result: opaResult{RestatedStatus: d.RestatedStatus, Transport: d.Transport, RestateRuleID: d.RestateRuleID,
-			RestateSource: d.RestateSource, RuleID: d.RuleID, RuleSource: d.RuleSource, Reason: d.Reason, Scope: d.Scope,
-			CooldownMS: d.CooldownMS, ClientRetryAfterMS: d.ClientRetryAfterMS},
+		Result:    d.DecisionResult,
 		Timestamp: d.Time,
 		Metrics:   map[string]int64{"timer_breakwater_pipeline_eval_ns": d.DurationNS},
 	}
