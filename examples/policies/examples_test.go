@@ -16,7 +16,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/policies"
 )
 
@@ -185,5 +187,24 @@ func TestExamplesServeTogether(t *testing.T) {
 		if err != nil || a.RuleID != b.RuleID || a.RestatedStatus != b.RestatedStatus || a.CooldownMS != b.CooldownMS {
 			t.Errorf("%s in the combined directory: %v, %+v, want %+v", ex, err, a, b)
 		}
+	}
+}
+
+// TestStormExampleIsProviderWide checks what the guide says of the 529
+// example: the outcome is provider-wide, so it trips the provider's
+// breaker (as a server error) and cools no connection.
+func TestStormExampleIsProviderWide(t *testing.T) {
+	p, err := policies.New(context.Background(), policies.Options{Dir: "provider-storm-529"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile("provider-storm-529/body.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := p.Classify(engine.ErrorInput{Provider: "anthropic", Connection: "team-key", Model: "claude-sonnet-4", Profile: engine.ProfileAPIKey,
+		Status: 529, Body: string(body), ErrorType: "overloaded_error", Now: time.Now()})
+	if o.RuleID != "anthropic.overloaded" || o.Scope != engine.ScopeProvider || engine.BreakerKind(o) != engine.KindServerError {
+		t.Errorf("outcome %+v, breaker kind %q", o, engine.BreakerKind(o))
 	}
 }

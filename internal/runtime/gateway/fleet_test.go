@@ -188,3 +188,66 @@ policies:
 		t.Errorf("defaults: bundle %+v, decision log %+v", o.Bundle, o.DecisionLog)
 	}
 }
+
+// TestExampleFamilyQuotaRule runs the guide's per-model quota family
+// example (examples/policies/per-model-quota) as the operator policy
+// directory of a real gateway: codex's usage_limit_reached 429 on c1 locks
+// the gpt-5 family on c1 until the reset (8100 s), not the key: gpt-5-mini
+// goes to c2 without a call on c1, o4-mini still flows through c1.
+func TestExampleFamilyQuotaRule(t *testing.T) {
+	dir, err := filepath.Abs("../../../examples/policies/per-model-quota")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(filepath.Join(dir, "body.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := startWith(t, fmt.Sprintf(`
+server: {listen: 127.0.0.1:0, admin_token: test-admin-token-0123456789}
+state: {backend: memory}
+resilience:
+  request_queue: {auto_enable_api_key_providers: false}
+policies: {dir: %q}
+providers:
+  - id: codex
+    kind: openai
+    base_url: MOCK_URL/v1
+    models: [gpt-5-codex, gpt-5-mini, o4-mini]
+    quota_families: {gpt-5: ["gpt-5*"]}
+    connections: [{id: c1, api_key: sk-c1}, {id: c2, api_key: sk-c2}]
+`, dir), newFakeClock())
+	h.setScript(fmt.Sprintf(`rules: [{key: sk-c1, model: gpt-5-codex, responses: [{status: 429, body: '%s'}]}]`,
+		strings.ReplaceAll(strings.TrimSpace(string(body)), "'", "''")))
+	via := func(model string) string {
+		t.Helper()
+		resp := h.post("/v1/chat/completions", chat("codex/"+model, ""))
+		readBody(t, resp)
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", model, resp.StatusCode)
+		}
+		return resp.Header.Get("X-Breakwater-Connection")
+	}
+	if c := via("gpt-5-codex"); c != "c2" {
+		t.Fatalf("gpt-5-codex via %s, want a failover to c2", c)
+	}
+	_, locks := h.admin("GET", "/api/resilience/model-cooldowns", "")
+	list, _ := locks["lockouts"].([]any)
+	if len(list) != 1 {
+		t.Fatalf("lockouts %v", locks)
+	}
+	l := list[0].(map[string]any)
+	if l["connection"] != "c1" || l["family"] != "gpt-5" || l["remaining_ms"].(float64) != 8100000 {
+		t.Fatalf("lockout %v, want the gpt-5 family on c1 for 8100000 ms", l)
+	}
+	before := h.mock.Stats().ByKey["sk-c1"].Calls
+	if c := via("gpt-5-mini"); c != "c2" {
+		t.Errorf("gpt-5-mini via %s, want c2 (the family is locked on c1)", c)
+	}
+	if after := h.mock.Stats().ByKey["sk-c1"].Calls; after != before {
+		t.Errorf("c1 was called %d times for a locked family", after-before)
+	}
+	if c := via("o4-mini"); c != "c1" {
+		t.Errorf("o4-mini via %s, want c1 (the key itself is not cooled)", c)
+	}
+}
