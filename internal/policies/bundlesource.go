@@ -370,8 +370,12 @@ func (p *Pipeline) pollBundles(ctx context.Context) error {
 	}
 }
 
-// sourceStatus completes s with the bundle source and the decision log.
+// sourceStatus completes s with the bundle source and the decision log;
+// OperatorFiles is never nil (a bundle's files are in Bundle).
 func (p *Pipeline) sourceStatus(s *Status) {
+	if s.OperatorFiles == nil {
+		s.OperatorFiles = []FileStatus{}
+	}
 	if p.bundle != nil {
 		s.Source, s.OperatorDir, s.Bundle = "bundle", "", p.bundle.status()
 	}

@@ -206,7 +206,7 @@ func TestBundlePollPicksUpNewRevision(t *testing.T) {
 	}
 	st := f.p.Status()
 	b := st.Bundle
-	if st.Source != "bundle" || st.OperatorDir != "" || b == nil || b.Revision != "rev-1" || b.ETag == "" || !b.Signed ||
+	if st.Source != "bundle" || st.OperatorDir != "" || st.OperatorFiles == nil || b == nil || b.Revision != "rev-1" || b.ETag == "" || !b.Signed ||
 		b.LastError != "" || b.LastPoll.IsZero() || !b.LastActivated.Equal(epoch) || b.Polls != 1 ||
 		!slices.Equal(b.Files, []string{"bundle/breakwater/operator/acme.rego", "bundle/breakwater/operator/acme_test.rego"}) ||
 		!strings.HasSuffix(b.URL, "/bundles/breakwater.tar.gz") {
