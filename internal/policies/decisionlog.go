@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
 // Decision log defaults (DecisionLogOptions).
@@ -23,9 +24,9 @@ const (
 	DefaultDecisionQueueSize     = 10000
 )
 
-// Masked is the value a masked header takes in the decision log, as in
-// OPA's mask policies.
-const Masked = "**REDACTED**"
+// Masked is the value a masked header takes in the decision log (the
+// gateway's one redaction mark, redact.Mask).
+const Masked = redact.Mask
 
 // DecisionLogOptions configure the decision log (Options.DecisionLog).
 // Every failure-path decision goes to a ring buffer of Buffer decisions
@@ -211,12 +212,13 @@ func (p *Pipeline) logDecision(in *engine.ErrorInput, o *engine.Outcome, rs *res
 		ErrorType:      in.ErrorType,
 	}
 	if rs != nil {
-		rec.RestateRuleID, rec.RestateSource = rs.id, rs.source
+		rec.RestateRuleID, rec.RestateSource = p.redact.String(rs.id), rs.source
 	}
 	if in.Body != "" {
 		rec.Erased = erasedBody
 	}
-	rec.Headers, rec.Masked = maskHeaders(in.Headers)
+	rec.ErrorCode, rec.ErrorType = p.redact.String(rec.ErrorCode), p.redact.String(rec.ErrorType)
+	rec.Headers, rec.Masked = maskHeaders(in.Headers, p.redact)
 	l.record(rec)
 }
 
@@ -224,9 +226,10 @@ func (p *Pipeline) logDecision(in *engine.ErrorInput, o *engine.Outcome, rs *res
 var erasedBody = []string{"/body"}
 
 // maskHeaders copies h with the values of credential-like headers replaced
-// by Masked, and returns the masked paths ("/headers/<name>", sorted).
-// Names are lower-cased.
-func maskHeaders(h map[string]string) (map[string]string, []string) {
+// by Masked and every other value redacted by r (configured credentials
+// and key-shaped tokens), and returns the paths of the values it changed
+// ("/headers/<name>", sorted). Names are lower-cased.
+func maskHeaders(h map[string]string, r *redact.Redactor) (map[string]string, []string) {
 	if len(h) == 0 {
 		return nil, nil
 	}
@@ -234,11 +237,14 @@ func maskHeaders(h map[string]string) (map[string]string, []string) {
 	var masked []string
 	for k, v := range h {
 		k = strings.ToLower(k)
+		nv := r.String(v)
 		if sensitiveHeader(k, v) {
-			v = Masked
+			nv = Masked
+		}
+		if nv != v {
 			masked = append(masked, "/headers/"+k)
 		}
-		out[k] = v
+		out[k] = nv
 	}
 	slices.Sort(masked)
 	return out, masked
@@ -250,6 +256,9 @@ func maskHeaders(h map[string]string) (map[string]string, []string) {
 // "-key" (rate-limit headers such as x-ratelimit-remaining-tokens are
 // kept), or a value that carries an authorization scheme.
 func sensitiveHeader(name, v string) bool {
+	if redact.IsCredentialHeader(name) {
+		return true
+	}
 	for _, s := range [...]string{"auth", "secret", "password", "cookie", "session", "api-key", "apikey"} {
 		if strings.Contains(name, s) {
 			return true

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
 // secretHeaders are response headers whose values must never reach a
@@ -64,8 +65,10 @@ func runWatch(t *testing.T, p *Pipeline) context.CancelFunc {
 }
 
 func TestDecisionLogContentsAndMasking(t *testing.T) {
-	f := newFixture(t, Options{DecisionLog: &DecisionLogOptions{}})
-	in := failure("agentrouter", 403, agentQuotaBody, secretHeaders())
+	f := newFixture(t, Options{DecisionLog: &DecisionLogOptions{}, Redactor: redact.New("conf1gured-s3cret-value")})
+	hdr := secretHeaders()
+	hdr["x-note"] = "account conf1gured-s3cret-value over its limit"
+	in := failure("agentrouter", 403, agentQuotaBody, hdr)
 	in.RequestID = "req-7f3a"
 	in.ErrorType = "new_api_error"
 	o := f.p.Classify(in)
@@ -88,9 +91,9 @@ func TestDecisionLogContentsAndMasking(t *testing.T) {
 			ClientRetryAfterMS: 5000},
 		Revision: f.p.Revision(), ErrorType: "new_api_error",
 		Headers: map[string]string{"set-cookie": Masked, "www-authenticate": Masked, "x-upstream-token": Masked, "x-echo": Masked,
-			"x-ratelimit-remaining-tokens": "0", "retry-after-ms": "5000"},
+			"x-ratelimit-remaining-tokens": "0", "retry-after-ms": "5000", "x-note": "account " + redact.Mask + " over its limit"},
 		Erased: []string{"/body"},
-		Masked: []string{"/headers/set-cookie", "/headers/www-authenticate", "/headers/x-echo", "/headers/x-upstream-token"},
+		Masked: []string{"/headers/set-cookie", "/headers/www-authenticate", "/headers/x-echo", "/headers/x-note", "/headers/x-upstream-token"},
 	}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("decision\n  %+v\nwant\n  %+v", d, want)

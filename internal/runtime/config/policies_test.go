@@ -42,6 +42,13 @@ policies:
 		d.Headers["Authorization"].Value() != "Bearer s3cret-log" {
 		t.Errorf("decision log %#v", d)
 	}
+	// The bundle's and the decision log's credentials are redacted like the others.
+	secrets := strings.Join(c.Secrets(), "|")
+	for _, want := range []string{"Bearer s3cret-bundle", "Bearer s3cret-log", pemKey} {
+		if !strings.Contains(secrets, want) {
+			t.Errorf("Secrets() lacks %q", want)
+		}
+	}
 	// Without a public key signing is not required by default.
 	c, err = parseString(t, "policies: {bundle: {url: 'http://127.0.0.1:8181/b.tar.gz'}}\n"+validProvider, nil)
 	if err != nil || *c.Policies.Bundle.SigningRequired {

@@ -132,7 +132,7 @@ policies:
 		d["bundle_revision"] != "fleet-7" || d["reason"] != "rate_limit" {
 		t.Errorf("decision %v", d)
 	}
-	if hs, _ := d["headers"].(map[string]any); hs["set-cookie"] != "**REDACTED**" || fmt.Sprint(d["erased"]) != "[/body]" {
+	if hs, _ := d["headers"].(map[string]any); hs["set-cookie"] != "[redacted]" || fmt.Sprint(d["erased"]) != "[/body]" {
 		t.Errorf("decision headers %v, erased %v", d["headers"], d["erased"])
 	}
 	if code, body := h.admin("GET", "/api/policies/decisions?limit=0", ""); code != 400 || !strings.Contains(fmt.Sprint(body), "limit") {
