@@ -160,9 +160,12 @@ func acmeV2Files() map[string]string {
 	return map[string]string{"breakwater/operator/acme.rego": acmeV2}
 }
 
-func newBundleFixture(t testing.TB, url string, key *signingKey, mod func(*BundleOptions)) (*fixture, *logBuffer) {
+// newBundleFixture returns a pipeline polling url, verifying with key
+// (nil: none), and its log (hclog serialises the writes; read it only
+// while no Watch runs).
+func newBundleFixture(t testing.TB, url string, key *signingKey, mod func(*BundleOptions)) (*fixture, *bytes.Buffer) {
 	t.Helper()
-	logs := &logBuffer{}
+	logs := &bytes.Buffer{}
 	o := &BundleOptions{URL: url, Headers: map[string]string{"Authorization": "Bearer bundle-token"}}
 	if key != nil {
 		o.PublicKey, o.Algorithm, o.SigningRequired = key.public, "ES256", true
@@ -172,24 +175,6 @@ func newBundleFixture(t testing.TB, url string, key *signingKey, mod func(*Bundl
 	}
 	return newFixture(t, Options{Bundle: o, Dir: t.TempDir(),
 		Logger: hclog.New(&hclog.LoggerOptions{Output: logs, Level: hclog.Info})}), logs
-}
-
-// logBuffer is a goroutine-safe log sink.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestBundlePollPicksUpNewRevision(t *testing.T) {
