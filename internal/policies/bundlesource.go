@@ -364,7 +364,10 @@ func (p *Pipeline) pollBundles(ctx context.Context) error {
 		case <-t.C:
 			_ = p.pollBundle(ctx) // recorded and logged by pollBundle
 			if p.reloaded != nil {
-				p.reloaded <- struct{}{}
+				select {
+				case p.reloaded <- struct{}{}:
+				case <-ctx.Done():
+				}
 			}
 		}
 	}

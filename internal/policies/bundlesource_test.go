@@ -368,7 +368,14 @@ func TestBundleFleetConverges(t *testing.T) {
 	}
 	srv.serve(bundleSpec{revision: "2026.03.01-2", files: acmeV2Files(), key: &key}.build(t))
 	for _, p := range fleet {
-		<-p.reloaded // one poll after the change
+		// A poll in flight when the bundle changed may still see the old
+		// one; the next sees the new one.
+		for range 2 {
+			<-p.reloaded
+			if strings.HasSuffix(p.Revision(), "+bundle.2026.03.01-2") {
+				break
+			}
+		}
 	}
 	if a, b := fleet[0].Revision(), fleet[1].Revision(); a != b || !strings.HasSuffix(a, "+bundle.2026.03.01-2") {
 		t.Errorf("instances serve %q and %q", a, b)
