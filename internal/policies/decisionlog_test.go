@@ -334,7 +334,8 @@ func TestDecisionLogServiceRetriesAndDrops(t *testing.T) {
 	svc := newLogService(t)
 	svc.fail = true
 	f := newFixture(t, Options{DecisionLog: &DecisionLogOptions{
-		URL: svc.srv.URL + "/logs", BatchSize: 2, QueueSize: 3, FlushInterval: 10 * time.Millisecond,
+		// No timed flush: the first upload is the full batch of two.
+		URL: svc.srv.URL + "/logs", BatchSize: 2, QueueSize: 3, FlushInterval: time.Hour,
 	}})
 	cancel := runWatch(t, f.p)
 	f.p.Classify(failure("openai", 429, "", nil))
