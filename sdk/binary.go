@@ -1,5 +1,7 @@
 package sdk
 
+import "math"
+
 // This file is the SDK's copy of the host's binary hook encoding (ABI 1.1,
 // FeatureBinary; see plugins/abi/binary.go in the gateway, which a host
 // test holds this copy to). An int is 8 bytes little-endian; a string is a
@@ -237,5 +239,148 @@ func decodeRequestInfo(b []byte, v *RequestInfo) error {
 func decodeRequestAction(b []byte, v *RequestAction) error {
 	r := reader{s: string(b)}
 	*v = RequestAction{Model: r.str(), SetHeaders: r.strMap(), RejectStatus: r.int(), RejectMessage: r.str()}
+	return r.end()
+}
+
+// The route hook's types add three forms: a bool is one byte (0 or 1), a
+// float the 8 bytes of its IEEE 754 bits little-endian, a list a u32
+// little-endian count followed by the elements.
+
+func appendBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendFloat(b []byte, v float64) []byte { return appendInt(b, int64(math.Float64bits(v))) }
+
+func appendRouteInput(b []byte, v *RouteInput) []byte {
+	q := &v.Request
+	b = appendString(b, q.Model)
+	b = appendString(b, q.Combo)
+	b = appendBool(b, q.Stream)
+	b = appendString(b, q.KeyID)
+	b = appendHeaders(b, q.Headers)
+	b = appendInt(b, int64(q.ToolCount))
+	b = appendInt(b, int64(q.PromptTokens))
+	b = appendU32(b, uint32(len(v.Candidates)))
+	for i := range v.Candidates {
+		c := &v.Candidates[i]
+		b = appendString(b, c.Provider)
+		b = appendString(b, c.Model)
+		b = appendString(b, c.Connection)
+		b = appendBool(b, c.Eligible)
+		b = appendString(b, c.Health)
+		b = appendInt(b, c.CooldownMS)
+		b = appendInt(b, c.LockoutMS)
+		b = appendFloat(b, c.Headroom)
+		b = appendInt(b, c.LatencyMS)
+		b = appendInt(b, int64(c.InFlight))
+		b = appendFloat(b, c.PriceIn)
+		b = appendFloat(b, c.PriceOut)
+	}
+	return b
+}
+
+func appendRouteAnswer(b []byte, v *RouteAnswer) []byte {
+	b = appendU32(b, uint32(len(v.Order)))
+	for _, i := range v.Order {
+		b = appendInt(b, int64(i))
+	}
+	b = appendU32(b, uint32(len(v.Exclude)))
+	for _, x := range v.Exclude {
+		b = appendInt(b, int64(x.Index))
+		b = appendString(b, x.Reason)
+	}
+	return appendString(b, v.RuleID)
+}
+
+func (r *reader) bool() bool {
+	if r.err != nil {
+		return false
+	}
+	if len(r.s) < 1 {
+		r.err = errTruncated
+		return false
+	}
+	v := r.s[0]
+	r.s = r.s[1:]
+	if v > 1 {
+		r.err = errRange
+		return false
+	}
+	return v == 1
+}
+
+func (r *reader) float() float64 { return math.Float64frombits(uint64(r.int64())) }
+
+// count reads a list's element count, refusing one whose elements of at
+// least minSize bytes each cannot fit in what is left.
+func (r *reader) count(minSize int) int {
+	n := r.u32()
+	if r.err != nil {
+		return 0
+	}
+	if uint64(n)*uint64(minSize) > uint64(len(r.s)) {
+		r.err = errTruncated
+		return 0
+	}
+	return int(n)
+}
+
+// routeCandidateMinBytes is the encoded size of a candidate with empty
+// strings.
+const routeCandidateMinBytes = 4*4 + 1 + 7*8
+
+func decodeRouteInput(b []byte, v *RouteInput) error {
+	r := reader{s: string(b)}
+	*v = RouteInput{Request: RouteRequest{
+		Model:        r.str(),
+		Combo:        r.str(),
+		Stream:       r.bool(),
+		KeyID:        r.str(),
+		Headers:      r.headers(),
+		ToolCount:    r.int(),
+		PromptTokens: r.int(),
+	}}
+	if n := r.count(routeCandidateMinBytes); n > 0 {
+		v.Candidates = make([]RouteCandidate, n)
+		for i := range v.Candidates {
+			v.Candidates[i] = RouteCandidate{
+				Provider:   r.str(),
+				Model:      r.str(),
+				Connection: r.str(),
+				Eligible:   r.bool(),
+				Health:     r.str(),
+				CooldownMS: r.int64(),
+				LockoutMS:  r.int64(),
+				Headroom:   r.float(),
+				LatencyMS:  r.int64(),
+				InFlight:   r.int(),
+				PriceIn:    r.float(),
+				PriceOut:   r.float(),
+			}
+		}
+	}
+	return r.end()
+}
+
+func decodeRouteAnswer(b []byte, v *RouteAnswer) error {
+	r := reader{s: string(b)}
+	*v = RouteAnswer{}
+	if n := r.count(8); n > 0 {
+		v.Order = make([]int, n)
+		for i := range v.Order {
+			v.Order[i] = r.int()
+		}
+	}
+	if n := r.count(12); n > 0 {
+		v.Exclude = make([]RouteExclusion, n)
+		for i := range v.Exclude {
+			v.Exclude[i] = RouteExclusion{Index: r.int(), Reason: r.str()}
+		}
+	}
+	v.RuleID = r.str()
 	return r.end()
 }

@@ -124,3 +124,27 @@ func TestHeaders(t *testing.T) {
 		t.Errorf("decoding an input allocates %.0f times, want 1 (the copy of the input)", allocs)
 	}
 }
+
+func TestRouteBinaryRoundTrip(t *testing.T) {
+	in := RouteInput{
+		Request: RouteRequest{Model: "m", Combo: "c", Stream: true, KeyID: "k", Headers: NewHeaders(map[string]string{"a": "b"}),
+			ToolCount: 4, PromptTokens: 1 << 20},
+		Candidates: []RouteCandidate{{Provider: "p", Model: "m", Connection: "c", Eligible: true, Health: "open",
+			CooldownMS: 5, LockoutMS: 6, Headroom: -1, LatencyMS: 7, InFlight: 8, PriceIn: 0.25, PriceOut: 1e9}},
+	}
+	var got RouteInput
+	if err := decodeRouteInput(appendRouteInput(nil, &in), &got); err != nil || !reflect.DeepEqual(got, in) {
+		t.Errorf("RouteInput = %+v, %v", got, err)
+	}
+	a := RouteAnswer{Order: []int{2, 0}, Exclude: []RouteExclusion{{1, "x"}}, RuleID: "r"}
+	var gotA RouteAnswer
+	if err := decodeRouteAnswer(appendRouteAnswer(nil, &a), &gotA); err != nil || !reflect.DeepEqual(gotA, a) {
+		t.Errorf("RouteAnswer = %+v, %v", gotA, err)
+	}
+	full := appendRouteInput(nil, &in)
+	for n := range len(full) {
+		if decodeRouteInput(full[:n], &got) == nil {
+			t.Fatalf("a route input cut to %d of %d bytes decoded", n, len(full))
+		}
+	}
+}

@@ -24,9 +24,10 @@
 // alloc and a trampoline per hook) and wraps the host functions: Log,
 // KVGet, KVSet and Now. In a native build (anything but GOOS=wasip1) the
 // host functions are in-memory fakes (FakeLogs, SetNow, ResetFakes) and
-// CallClassify, CallRestate and CallOnRequest run the registered handlers
-// through the same binary encoding the host uses, so plugin logic is unit
-// tested with a plain `go test`.
+// CallClassify, CallRestate, CallOnRequest and CallRoute run the
+// registered handlers through the same binary encoding the host uses, so
+// plugin logic is unit tested with a plain `go test`. Routing plugins
+// register with HandleRoute (ABI 1.2).
 //
 // A guest instance serves one hook call at a time; handlers need no
 // locking. A handler that panics traps its instance: the host logs the

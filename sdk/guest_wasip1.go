@@ -51,6 +51,9 @@ func exportOnRequest(ptr, n uint32) uint64 {
 	return answer(dispatchOnRequest(input(ptr, n), outBuf[:0]))
 }
 
+//go:wasmexport breakwater_route
+func exportRoute(ptr, n uint32) uint64 { return answer(dispatchRoute(input(ptr, n), outBuf[:0])) }
+
 // input returns the n bytes at ptr, which must lie inside inBuf (the only
 // memory the host may write); anything else reads as empty input.
 func input(ptr, n uint32) []byte {

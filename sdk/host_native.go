@@ -11,7 +11,7 @@ import (
 // This file replaces the host functions with in-memory fakes so plugin
 // logic runs under a plain `go test`: Log records entries (FakeLogs), the
 // KV store is a map (expiry judged against Now), and Now is a settable
-// clock. CallRestate, CallClassify and CallOnRequest invoke the registered
+// clock. CallRestate, CallClassify, CallOnRequest and CallRoute invoke the registered
 // handlers through the same binary encoding the host uses. The fakes are
 // goroutine-safe.
 
@@ -152,6 +152,16 @@ func CallOnRequest(in RequestInfo) (RequestAction, bool) {
 	var r RequestAction
 	if !ok || decodeRequestAction(out, &r) != nil {
 		return RequestAction{}, false
+	}
+	return r, true
+}
+
+// CallRoute is CallRestate for the route handler. Native builds only.
+func CallRoute(in RouteInput) (RouteAnswer, bool) {
+	out, ok := dispatchRoute(appendRouteInput(nil, &in), nil)
+	var r RouteAnswer
+	if !ok || decodeRouteAnswer(out, &r) != nil {
+		return RouteAnswer{}, false
 	}
 	return r, true
 }

@@ -10,6 +10,7 @@ var (
 	restateHandler   func(ErrorInput) (Restatement, bool)
 	classifyHandler  func(ErrorInput) (Decision, bool)
 	onRequestHandler func(RequestInfo) (RequestAction, bool)
+	routeHandler     func(RouteInput) (RouteAnswer, bool)
 	required         Feature
 )
 
@@ -29,12 +30,20 @@ func HandleClassify(fn func(ErrorInput) (Decision, bool)) { classifyHandler = fn
 // later call replaces the handler; nil removes it. Call it from init.
 func HandleOnRequest(fn func(RequestInfo) (RequestAction, bool)) { onRequestHandler = fn }
 
+// HandleRoute registers fn as the plugin's route hook: given a request and
+// the candidates of its combo it returns an order and exclusions, or
+// false to keep the configured order. It runs for every request of a
+// combo whose strategy is "plugin:<name>" (the success path), so keep it
+// lean. A later call replaces the handler; nil removes it. Call it from
+// init.
+func HandleRoute(fn func(RouteInput) (RouteAnswer, bool)) { routeHandler = fn }
+
 // Require declares host capabilities (FeatureLog, FeatureKV, FeatureClock)
 // the plugin cannot work without; a host that lacks one refuses to load the
 // plugin instead of failing its calls. Hook bits passed here are ignored
 // (they follow the registered handlers). Call it from init.
 func Require(f Feature) {
-	required |= f &^ (FeatureRestate | FeatureClassify | FeatureOnRequest | FeatureBinary)
+	required |= f &^ (FeatureRestate | FeatureClassify | FeatureOnRequest | FeatureRoute | FeatureBinary)
 }
 
 // Features returns the feature set the plugin declares to the host: a hook
@@ -50,6 +59,9 @@ func Features() Feature {
 	}
 	if onRequestHandler != nil {
 		f |= FeatureOnRequest
+	}
+	if routeHandler != nil {
+		f |= FeatureRoute
 	}
 	return f
 }
@@ -106,4 +118,21 @@ func dispatchOnRequest(in []byte, out []byte) ([]byte, bool) {
 		return out, false
 	}
 	return appendRequestAction(out, &r), true
+}
+
+// dispatchRoute is dispatchRestate for the route hook.
+func dispatchRoute(in []byte, out []byte) ([]byte, bool) {
+	if routeHandler == nil {
+		return out, false
+	}
+	var v RouteInput
+	if err := decodeRouteInput(in, &v); err != nil {
+		Log(LevelError, "sdk: cannot decode route input: "+err.Error())
+		return out, false
+	}
+	r, ok := routeHandler(v)
+	if !ok {
+		return out, false
+	}
+	return appendRouteAnswer(out, &r), true
 }

@@ -15,6 +15,7 @@ func resetHandlers(t *testing.T) {
 		HandleRestate(nil)
 		HandleClassify(nil)
 		HandleOnRequest(nil)
+		HandleRoute(nil)
 		required = 0
 		ResetFakes()
 	})
@@ -168,5 +169,44 @@ func TestFakeLogAndClock(t *testing.T) {
 	}
 	if d := time.Since(Now()); d < -time.Second || d > time.Second {
 		t.Fatalf("Now() after ResetFakes is %v from the wall clock", d)
+	}
+}
+
+func TestRouteHandler(t *testing.T) {
+	resetHandlers(t)
+	if f := Features(); f&FeatureRoute != 0 {
+		t.Fatalf("Features() = %b with no route handler", f)
+	}
+	var seen RouteInput
+	HandleRoute(func(in RouteInput) (RouteAnswer, bool) {
+		seen = in
+		if in.Request.Headers.Get("x-route-provider") == "" {
+			return RouteAnswer{}, false
+		}
+		return RouteAnswer{Order: []int{1}, Exclude: []RouteExclusion{{Index: 0, Reason: "asked for b"}}, RuleID: "hdr"}, true
+	})
+	Require(FeatureRoute) // a hook bit: ignored here
+	if f := Features(); f != FeatureRoute|FeatureBinary {
+		t.Fatalf("Features() = %b, want route|binary", f)
+	}
+	in := RouteInput{
+		Request: RouteRequest{Model: "smart", Combo: "smart", Stream: true, KeyID: "k",
+			Headers: NewHeaders(map[string]string{"X-Route-Provider": "b"}), ToolCount: 2, PromptTokens: 99},
+		Candidates: []RouteCandidate{
+			{Provider: "a", Model: "m1", Eligible: true, Health: HealthDegraded, Headroom: -1, LatencyMS: 80},
+			{Provider: "b", Model: "m2", Connection: "c", Eligible: true, Health: HealthClosed, CooldownMS: 0, Headroom: 0.5, PriceIn: 1.5},
+		},
+	}
+	a, ok := CallRoute(in)
+	if !ok || len(a.Order) != 1 || a.Order[0] != 1 || len(a.Exclude) != 1 || a.Exclude[0] != (RouteExclusion{0, "asked for b"}) || a.RuleID != "hdr" {
+		t.Fatalf("CallRoute = %+v, %v", a, ok)
+	}
+	if !seen.Request.Stream || seen.Request.ToolCount != 2 || seen.Request.PromptTokens != 99 || len(seen.Candidates) != 2 ||
+		seen.Candidates[0].Health != HealthDegraded || seen.Candidates[1].Headroom != 0.5 || seen.Candidates[1].PriceIn != 1.5 {
+		t.Fatalf("handler saw %+v", seen)
+	}
+	in.Request.Headers = Headers{}
+	if _, ok := CallRoute(in); ok {
+		t.Fatal("CallRoute answered although the handler declined")
 	}
 }

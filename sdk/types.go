@@ -59,6 +59,77 @@ type RequestAction struct {
 	RejectMessage string            `json:"reject_message,omitempty"`
 }
 
+// RouteInput is what a route hook sees: the request being routed and every
+// target of its combo, in the combo's configured order. Only candidates
+// with Eligible true can be tried; the others show why they are excluded.
+type RouteInput struct {
+	Request    RouteRequest     `json:"request"`
+	Candidates []RouteCandidate `json:"candidates"`
+}
+
+// RouteRequest summarises the request being routed: the model asked for,
+// the combo, streaming or not, the client key id, selected request headers
+// (never credentials), the number of tools and an estimate of the prompt
+// size in tokens. The body is never passed.
+type RouteRequest struct {
+	Model        string  `json:"model"`
+	Combo        string  `json:"combo"`
+	Stream       bool    `json:"stream"`
+	KeyID        string  `json:"key_id,omitempty"`
+	Headers      Headers `json:"headers,omitempty"`
+	ToolCount    int     `json:"tool_count"`
+	PromptTokens int     `json:"prompt_tokens"`
+}
+
+// RouteCandidate is one target of the combo. Health is the provider's
+// breaker state (HealthClosed, HealthDegraded, HealthHalfOpen, HealthOpen;
+// "" unknown); CooldownMS and LockoutMS the time left on the connection's
+// cooldown and the model's lockout; Headroom the remaining upstream quota
+// as a fraction 0..1 (-1 unknown); LatencyMS the recent average latency (0
+// unknown); InFlight the attempts running now; PriceIn and PriceOut the
+// configured prices.
+type RouteCandidate struct {
+	Provider   string  `json:"provider"`
+	Model      string  `json:"model"`
+	Connection string  `json:"connection,omitempty"`
+	Eligible   bool    `json:"eligible"`
+	Health     string  `json:"health,omitempty"`
+	CooldownMS int64   `json:"cooldown_ms"`
+	LockoutMS  int64   `json:"lockout_ms"`
+	Headroom   float64 `json:"headroom"`
+	LatencyMS  int64   `json:"latency_ms"`
+	InFlight   int     `json:"in_flight"`
+	PriceIn    float64 `json:"price_in"`
+	PriceOut   float64 `json:"price_out"`
+}
+
+// RouteAnswer is a route hook's answer. Order lists candidate indexes (positions
+// in RouteInput.Candidates) to try first, in that order; Exclude removes
+// candidates from this request, each with a reason. The eligible
+// candidates neither ordered nor excluded follow in configured order.
+// An index out of range or listed twice, a candidate both ordered and
+// excluded, or exclusions that leave no eligible candidate make the
+// gateway ignore the answer (and count an error).
+type RouteAnswer struct {
+	Order   []int            `json:"order,omitempty"`
+	Exclude []RouteExclusion `json:"exclude,omitempty"`
+	RuleID  string           `json:"rule_id,omitempty"`
+}
+
+// RouteExclusion removes candidate Index from one request, for Reason.
+type RouteExclusion struct {
+	Index  int    `json:"index"`
+	Reason string `json:"reason"`
+}
+
+// Breaker states a RouteCandidate's Health may hold.
+const (
+	HealthClosed   = "closed"
+	HealthDegraded = "degraded"
+	HealthHalfOpen = "half_open"
+	HealthOpen     = "open"
+)
+
 // Reasons a Decision may carry (the gateway's names).
 const (
 	ReasonRateLimit          = "rate_limit"
@@ -88,7 +159,7 @@ const (
 // implements; the host loads a guest only when the majors match.
 const (
 	ABIVersionMajor = 1
-	ABIVersionMinor = 1
+	ABIVersionMinor = 2
 )
 
 // Feature is one bit of the capability set a guest declares to the host.
@@ -104,6 +175,7 @@ const (
 	FeatureKV        Feature = 1 << 4
 	FeatureClock     Feature = 1 << 5
 	FeatureBinary    Feature = 1 << 6 // always set: the SDK speaks the binary encoding
+	FeatureRoute     Feature = 1 << 7
 )
 
 // LogLevel is the level of a Log message.
@@ -128,4 +200,10 @@ const (
 	MaxLogBytes = 4 << 10
 	// MaxBodyBytes bounds ErrorInput.Body; the host truncates longer bodies.
 	MaxBodyBytes = 4 << 10
+	// MaxRouteCandidates bounds RouteInput.Candidates.
+	MaxRouteCandidates = 256
+	// MaxRouteHeaders bounds RouteRequest.Headers.
+	MaxRouteHeaders = 32
+	// MaxRouteHeaderBytes bounds one RouteRequest header value.
+	MaxRouteHeaderBytes = 1 << 10
 )

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -36,7 +38,8 @@ func newPolicyCommand(g *globalFlags) *cobra.Command {
 			return nil
 		},
 	})
-	var provider, profile, bodyFile, dir, connection, model string
+	cmd.AddCommand(newPolicyNewCommand())
+	var provider, profile, bodyFile, dir, connection, model, now string
 	var status int
 	var headers []string
 	eval := &cobra.Command{
@@ -53,6 +56,13 @@ func newPolicyCommand(g *globalFlags) *cobra.Command {
 			}
 			in := engine.ErrorInput{Provider: provider, Connection: connection, Model: model, Profile: engine.Profile(profile),
 				Status: status, Headers: map[string]string{}, Now: time.Now()}
+			if now != "" {
+				t, err := time.Parse(time.RFC3339, now)
+				if err != nil {
+					return fmt.Errorf("--now %q: want an RFC 3339 time such as 2026-03-01T18:00:00Z", now)
+				}
+				in.Now = t
+			}
 			if bodyFile != "" {
 				b, err := regfile.Read(bodyFile, maxBodyFile)
 				if err != nil {
@@ -87,6 +97,57 @@ func newPolicyCommand(g *globalFlags) *cobra.Command {
 	eval.Flags().StringVar(&bodyFile, "body", "", "file holding the upstream error body")
 	eval.Flags().StringArrayVar(&headers, "header", nil, "upstream response header NAME:VALUE (repeatable)")
 	eval.Flags().StringVar(&dir, "dir", "", "operator .rego directory to load besides the built-in bundle")
+	eval.Flags().StringVar(&now, "now", "", "when the answer arrived, RFC 3339 (default: now); rules that read input.now_ms see it")
 	cmd.AddCommand(eval)
 	return cmd
+}
+
+// newPolicyNewCommand is `breakwater policy new NAME [--dir DIR]`: it
+// writes NAME.rego and NAME_test.rego, a rule and tests that pass as they
+// stand, and never overwrites a file.
+func newPolicyNewCommand() *cobra.Command {
+	var dir string
+	c := &cobra.Command{
+		Use:   "new NAME [--dir DIR]",
+		Short: "Scaffold an operator rule NAME.rego and its passing test NAME_test.rego",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			name := args[0]
+			rule, test, err := policies.Scaffold(name)
+			if err != nil {
+				return err
+			}
+			files := []struct{ path, text string }{
+				{filepath.Join(dir, name+".rego"), rule},
+				{filepath.Join(dir, name+"_test.rego"), test},
+			}
+			for _, f := range files {
+				if _, err := os.Stat(f.path); err == nil {
+					return fmt.Errorf("%s exists; pick another name or remove it", f.path)
+				}
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return fmt.Errorf("creating %s: %w", dir, err)
+			}
+			for _, f := range files {
+				// O_EXCL: a file created meanwhile is not overwritten either.
+				fh, err := os.OpenFile(f.path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+				if err != nil {
+					return fmt.Errorf("writing %s: %w", f.path, err)
+				}
+				_, werr := fh.WriteString(f.text)
+				if cerr := fh.Close(); werr == nil {
+					werr = cerr
+				}
+				if werr != nil {
+					return fmt.Errorf("writing %s: %w", f.path, werr)
+				}
+				fmt.Fprintln(cmd.OutOrStdout(), "wrote", f.path)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "next: edit %s, then run `breakwater policy test %s`\n", files[0].path, dir)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&dir, "dir", ".", "directory to write the files to (created if missing), e.g. your policies.dir")
+	return c
 }

@@ -137,6 +137,9 @@ type ErrorInput struct {
 	TransportErr error
 	// Now is the time the answer arrived, for parsing absolute reset times.
 	Now time.Time
+	// RequestID is the gateway's id of the client request the attempt
+	// served, for the policy decision log; "" when unknown.
+	RequestID string
 }
 
 // Classifier turns one failed upstream attempt into an Outcome. The default

@@ -142,7 +142,7 @@ func dispatch(ctx context.Context, ps []*plugin, kind hookKind, encode encodeFun
 			}
 			encoded[e] = input
 		}
-		if p.invoke(ctx, kind, encoded[e], decode) {
+		if answered, _ := p.invoke(ctx, kind, encoded[e], decode); answered {
 			return p
 		}
 	}
@@ -153,19 +153,23 @@ func dispatch(ctx context.Context, ps []*plugin, kind hookKind, encode encodeFun
 // it is not the plugin's failure.
 var errCallerGone = errors.New("caller's context ended")
 
+// errRetired marks a call on a plugin unloaded meanwhile.
+var errRetired = errors.New("plugin unloaded")
+
 // invoke runs one hook call and accounts for it: calls, latency, and on
 // failure the error count, last error and a (rate-limited) log line. It
-// reports whether the plugin answered.
-func (p *plugin) invoke(ctx context.Context, kind hookKind, input []byte, decode decodeFunc) bool {
+// reports whether the plugin answered, and why it failed (errCallerGone
+// and errRetired are not counted as the plugin's errors).
+func (p *plugin) invoke(ctx context.Context, kind hookKind, input []byte, decode decodeFunc) (bool, error) {
 	p.gate.RLock()
 	defer p.gate.RUnlock()
 	if p.closed {
-		return false
+		return false, errRetired
 	}
 	start := time.Now()
 	answered, err := p.run(ctx, kind, input, decode)
 	if errors.Is(err, errCallerGone) {
-		return false
+		return false, err
 	}
 	p.lat.add(time.Since(start))
 	p.calls.Add(1)
@@ -176,9 +180,9 @@ func (p *plugin) invoke(ctx context.Context, kind hookKind, input []byte, decode
 			p.log.Warn("hook failed; using the built-in decision", "hook", hookNames[kind],
 				"error", p.redact.String(err.Error()), "suppressed_since_last", suppressed)
 		}
-		return false
+		return false, err
 	}
-	return answered
+	return answered, nil
 }
 
 // run makes one call on a pinned instance. The instance goes back to the

@@ -63,7 +63,7 @@ func TestExamplePluginClassifies(t *testing.T) {
 	if st.P99Micros <= 0 {
 		t.Errorf("p99_us = %d, want > 0 after %d calls", st.P99Micros, st.Calls)
 	}
-	if st.ABIVersion != "1.1" || st.Encoding != "binary" || st.Deadline != "instrumented" || strings.Join(st.Hooks, ",") != "classify" ||
+	if st.ABIVersion != "1.2" || st.Encoding != "binary" || st.Deadline != "instrumented" || strings.Join(st.Hooks, ",") != "classify" ||
 		strings.Join(st.Features, ",") != "classify,binary" || !st.LoadedAt.Equal(testNow) || st.LastError != "" {
 		t.Errorf("status = %+v", st)
 	}

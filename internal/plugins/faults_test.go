@@ -139,7 +139,7 @@ func TestLoadRejects(t *testing.T) {
 		}, []string{`plugin "raw"`, `export "breakwater_restate" has signature (i32) -> (i32), want (i32, i32) -> (i64)`}},
 		{"ABI major mismatch", Options{}, func(t *testing.T) []Spec {
 			return []Spec{{Name: "v2", Path: guest(t, "raw-v2"), Hooks: []string{"classify"}}}
-		}, []string{`plugin "v2"`, "guest speaks ABI major 2, host speaks 1.1"}},
+		}, []string{`plugin "v2"`, "guest speaks ABI major 2, host speaks 1.2"}},
 		{"WASI command", Options{}, func(t *testing.T) []Spec {
 			return []Spec{{Name: "cmd", Path: guest(t, "raw-cmd")}}
 		}, []string{`plugin "cmd"`, `exports "_start"`, "-buildmode=c-shared"}},

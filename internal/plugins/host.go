@@ -2,8 +2,8 @@
 // compiles each plugin once (through a shared compilation cache), checks
 // its exports against the plugins/abi contract at load, pools instances
 // (one instance pinned to one call), bounds each instance's memory and each
-// call's time, and runs the restate, classify and on_request hooks for the
-// gateway. A plugin that traps, overruns its deadline or answers garbage is
+// call's time, and runs the restate, classify, on_request and route hooks
+// for the gateway. A plugin that traps, overruns its deadline or answers garbage is
 // counted, logged and skipped: the hook returns false and the caller uses
 // its built-in decision.
 package plugins
@@ -17,6 +17,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,7 +28,6 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/redact"
 	"github.com/breakwater-dev/breakwater/internal/regfile"
-	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
 // Defaults of Options.
@@ -86,7 +86,7 @@ type Spec struct {
 	// Path is the .wasm file.
 	Path string
 	// Hooks are the hooks to run it for ("restate", "classify",
-	// "on_request"); empty means every hook the guest declares.
+	// "on_request", "route"); empty means every hook the guest declares.
 	Hooks []string
 }
 
@@ -255,8 +255,8 @@ func checkSpecs(specs []Spec) error {
 		}
 		for _, hook := range s.Hooks {
 			if _, ok := hookKindOf(hook); !ok {
-				errs = append(errs, fmt.Errorf("plugin %q: unknown hook %q (want %s, %s or %s)",
-					s.Name, hook, abi.HookRestate, abi.HookClassify, abi.HookOnRequest))
+				errs = append(errs, fmt.Errorf("plugin %q: unknown hook %q (want %s)",
+					s.Name, hook, strings.Join(hookNames[:], ", ")))
 			}
 		}
 	}

@@ -49,6 +49,7 @@ type guestBuild struct {
 
 var guestBuilds = map[string]guestBuild{
 	"example": {dir: "../../examples/quota-header-plugin", cshared: true},
+	"route":   {dir: "../../examples/route-plugin", cshared: true},
 	"echo":    {dir: "testdata/echo", cshared: true},
 	"faulty":  {dir: "testdata/faulty", cshared: true},
 	"raw":     {dir: "testdata/raw", cshared: true},

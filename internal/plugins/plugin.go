@@ -23,20 +23,21 @@ import (
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
-// hookKind indexes the three hooks.
+// hookKind indexes the hooks.
 type hookKind int
 
 const (
 	hookRestate hookKind = iota
 	hookClassify
 	hookOnRequest
+	hookRoute
 	hookCount
 )
 
 // hookNames and hookExports are indexed by hookKind.
 var (
-	hookNames   = [hookCount]string{abi.HookRestate, abi.HookClassify, abi.HookOnRequest}
-	hookExports = [hookCount]string{abi.ExportRestate, abi.ExportClassify, abi.ExportOnRequest}
+	hookNames   = [hookCount]string{abi.HookRestate, abi.HookClassify, abi.HookOnRequest, abi.HookRoute}
+	hookExports = [hookCount]string{abi.ExportRestate, abi.ExportClassify, abi.ExportOnRequest, abi.ExportRoute}
 )
 
 func hookKindOf(name string) (hookKind, bool) {

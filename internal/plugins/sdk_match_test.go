@@ -47,6 +47,8 @@ func TestSDKTypesMatchABI(t *testing.T) {
 	for _, typ := range []reflect.Type{
 		reflect.TypeFor[abi.ErrorInput](), reflect.TypeFor[abi.Restatement](), reflect.TypeFor[abi.Decision](),
 		reflect.TypeFor[abi.RequestInfo](), reflect.TypeFor[abi.RequestAction](),
+		reflect.TypeFor[abi.RouteInput](), reflect.TypeFor[abi.RouteRequest](), reflect.TypeFor[abi.RouteCandidate](),
+		reflect.TypeFor[abi.RouteAnswer](), reflect.TypeFor[abi.RouteExclusion](),
 	} {
 		st, ok := structs[typ.Name()]
 		if !ok {
@@ -63,7 +65,7 @@ func TestSDKTypesMatchABI(t *testing.T) {
 		var abiFields []string
 		for i := range typ.NumField() {
 			fl := typ.Field(i)
-			ft := fl.Type.String()
+			ft := strings.ReplaceAll(fl.Type.String(), "abi.", "")
 			if fl.Name == "Headers" {
 				// Input headers are the SDK's read-in-place Headers type,
 				// encoded exactly like a map.
@@ -116,6 +118,8 @@ func TestSDKConstantsMatchABI(t *testing.T) {
 		"FeatureRestate": int64(abi.FeatureRestate), "FeatureClassify": int64(abi.FeatureClassify),
 		"FeatureOnRequest": int64(abi.FeatureOnRequest), "FeatureLog": int64(abi.FeatureLog),
 		"FeatureKV": int64(abi.FeatureKV), "FeatureClock": int64(abi.FeatureClock), "FeatureBinary": int64(abi.FeatureBinary),
+		"FeatureRoute": int64(abi.FeatureRoute), "MaxRouteCandidates": abi.MaxRouteCandidates,
+		"MaxRouteHeaders": abi.MaxRouteHeaders, "MaxRouteHeaderBytes": abi.MaxRouteHeaderBytes,
 		"LevelTrace": int64(abi.LogTrace), "LevelDebug": int64(abi.LogDebug), "LevelInfo": int64(abi.LogInfo),
 		"LevelWarn": int64(abi.LogWarn), "LevelError": int64(abi.LogError),
 		"MaxKeyBytes": abi.MaxKeyBytes, "MaxValueBytes": abi.MaxValueBytes,
@@ -197,7 +201,7 @@ func TestSDKExportsAndImportsMatchABI(t *testing.T) {
 		}
 	}
 	wantExports := []string{abi.ExportAlloc, abi.ExportClassify, abi.ExportFeatures, abi.ExportOnRequest,
-		abi.ExportRestate, abi.ExportVersionMajor, abi.ExportVersionMinor}
+		abi.ExportRestate, abi.ExportRoute, abi.ExportVersionMajor, abi.ExportVersionMinor}
 	wantImports := []string{abi.ImportKVGet, abi.ImportKVSet, abi.ImportLog, abi.ImportNowMS}
 	slices.Sort(exports)
 	slices.Sort(imports)
@@ -234,8 +238,8 @@ func TestSDKRoundTripThroughGuest(t *testing.T) {
 	if err := th.Load(ctx, []Spec{{Name: "echo", Path: guest(t, "echo")}}); err != nil {
 		t.Fatal(err)
 	}
-	if st := th.status(t, "echo"); strings.Join(st.Hooks, ",") != "restate,classify,on_request" ||
-		strings.Join(st.Features, ",") != "restate,classify,on_request,log,kv,clock,binary" {
+	if st := th.status(t, "echo"); strings.Join(st.Hooks, ",") != "restate,classify,on_request,route" ||
+		strings.Join(st.Features, ",") != "restate,classify,on_request,log,kv,clock,binary,route" {
 		t.Fatalf("hooks %v, features %v; want every hook derived from the guest's features", st.Hooks, st.Features)
 	}
 	in := abi.ErrorInput{

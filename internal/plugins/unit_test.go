@@ -26,7 +26,7 @@ func TestNegotiate(t *testing.T) {
 	}{
 		{"configured subset", 1, abi.FeatureClassify | abi.FeatureRestate, []string{"classify"}, all, "classify", false},
 		{"derived from features, canonical order", 1, abi.FeatureOnRequest | abi.FeatureRestate | abi.FeatureLog, nil, all, "restate,on_request", false},
-		{"major mismatch", 2, abi.FeatureClassify, nil, all, "guest speaks ABI major 2, host speaks 1.1", true},
+		{"major mismatch", 2, abi.FeatureClassify, nil, all, "guest speaks ABI major 2, host speaks 1.2", true},
 		{"major zero", 0, abi.FeatureClassify, nil, all, "guest speaks ABI major 0", true},
 		{"unknown feature bit", 1, abi.FeatureClassify | 1<<40, nil, all, "features the host does not know: bit40", true},
 		{"KV without a store", 1, abi.FeatureClassify | abi.FeatureKV, nil, noKV, "cannot provide: kv", true},

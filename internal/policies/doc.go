@@ -8,7 +8,9 @@
 //  1. Operator rules: OperatorRule values declared at runtime
 //     (SetOperatorRules), persisted in the engine.Store.
 //  2. Plugins: the restate and classify hooks of WASM plugins (PluginHook).
-//  3. Operator policies: .rego files in Options.Dir, hot-reloaded.
+//  3. Operator policies: .rego files in Options.Dir, hot-reloaded, or the
+//     .rego files of an OPA bundle polled from a bundle server
+//     (Options.Bundle, BundleOptions; then Dir is not read).
 //  4. The built-in bundle, embedded from bundle/ (lib, restate, classify
 //     and pipeline, each beside its _test.rego, and a .manifest with the
 //     revision).
@@ -103,4 +105,15 @@
 // context — and no metrics, and its result is read as OPA's terms, not
 // converted to Go maps.
 // BenchmarkRestateAndClassify measures one attempt.
+//
+// # Decision logs
+//
+// With Options.DecisionLog, Classify records every decision (Decision:
+// the attempt, the restatement and classification rules, the revision,
+// the duration; no body, credential-like headers masked) in a ring buffer
+// (Decisions) and, through bounded queues that never block, in a rotated
+// JSON-lines file and an OPA decision log service (DecisionLogOptions).
+// Explain records nothing. Watch runs the file and service writers and the
+// bundle poller besides the directory watcher. docs/policies.md is the
+// operator's guide to all of this.
 package policies

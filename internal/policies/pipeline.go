@@ -67,6 +67,12 @@ type Options struct {
 	// Explain's trace and the pipeline's log lines; nil removes key-shaped
 	// tokens only.
 	Redactor *redact.Redactor
+	// Bundle, when set, pulls the operator policies from an OPA bundle
+	// server instead of Dir (see BundleOptions).
+	Bundle *BundleOptions
+	// DecisionLog, when set, records every failure-path decision (see
+	// DecisionLogOptions); nil records none.
+	DecisionLog *DecisionLogOptions
 }
 
 // Pipeline is the failure-path policy pipeline of docs/resilience.md §10–§11:
@@ -117,6 +123,10 @@ type Pipeline struct {
 	fallback queries
 	// caches are the virtual document caches evaluations borrow.
 	caches evalCachePool
+	// dlog is the decision log, nil when none; bundle the bundle source,
+	// nil when the operator policies come from dir.
+	dlog   *decisionLog
+	bundle *bundleSource
 
 	state atomic.Pointer[pipelineState]
 
@@ -143,6 +153,9 @@ type pipelineState struct {
 	queries  queries
 	opFiles  []string // operator files serving
 	rules    []compiledRule
+	// bundleRevision is the serving operator bundle's manifest revision,
+	// "" when the operator policies do not come from a bundle.
+	bundleRevision string
 	// warned is set once an evaluation error or an invalid decision of
 	// this revision was logged, so that a broken policy does not flood the
 	// log (Status counts them all); slow once an evaluation timeout was.
@@ -217,6 +230,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if p.clock == nil {
 		p.clock = engine.SystemClock{}
 	}
+	if o.DecisionLog != nil {
+		p.dlog = newDecisionLog(o.DecisionLog)
+	}
+	if o.Bundle != nil {
+		p.bundle = newBundleSource(o.Bundle, p.log)
+	}
 	b, err := loadBuiltin()
 	if err != nil {
 		return nil, fmt.Errorf("policies: %w", err)
@@ -237,6 +256,10 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		slow:        new(atomic.Bool),
 		builtinOnly: true,
 	})
+	if p.bundle != nil {
+		p.firstBundlePoll(ctx)
+		return p, nil
+	}
 	if err := p.Reload(ctx); err != nil {
 		p.log.Error("operator policies rejected; serving the built-in policies", "dir", p.dir, "error", err)
 	}
@@ -294,9 +317,16 @@ func (p *Pipeline) Classify(in engine.ErrorInput) engine.Outcome {
 // ClassifyContext is Classify for a caller whose request may end: when ctx
 // ends, Rego evaluations and plugin calls in progress are cancelled and
 // the attempt gets engine.DefaultClassifier's outcome (the caller is gone;
-// the judgement no longer matters).
+// the judgement no longer matters). With a decision log it records the
+// decision (Decisions).
 func (p *Pipeline) ClassifyContext(ctx context.Context, in engine.ErrorInput) engine.Outcome {
-	o, _ := p.run(ctx, in, nil)
+	if p.dlog == nil {
+		o, _ := p.run(ctx, in, nil)
+		return o
+	}
+	start := time.Now()
+	o, rs := p.run(ctx, in, nil)
+	p.logDecision(&in, &o, rs, p.state.Load(), time.Since(start))
 	return o
 }
 
@@ -329,16 +359,18 @@ type regoResult struct {
 	status int
 }
 
-// run is ClassifyContext with an optional trace for Explain.
-func (p *Pipeline) run(ctx context.Context, in engine.ErrorInput, tr *tracer) (engine.Outcome, *decision) {
-	o, d := p.judgeAttempt(ctx, in, tr)
+// run is ClassifyContext with an optional trace for Explain. It also
+// returns the restatement applied, nil when none.
+func (p *Pipeline) run(ctx context.Context, in engine.ErrorInput, tr *tracer) (engine.Outcome, *restatement) {
+	o, rs := p.judgeAttempt(ctx, in, tr)
 	// A rule id is the policy's text and may quote the input.
 	o.Message, o.RuleID = p.redact.String(o.Message), p.redact.String(o.RuleID)
-	return o, d
+	return o, rs
 }
 
-// judgeAttempt restates and classifies in (see Pipeline).
-func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *tracer) (engine.Outcome, *decision) {
+// judgeAttempt restates and classifies in (see Pipeline), and returns the
+// restatement applied.
+func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *tracer) (engine.Outcome, *restatement) {
 	if in.TransportErr != nil || in.Status == 0 || ctx.Err() != nil {
 		o := engine.DefaultClassifier{}.Classify(in)
 		if ctx.Err() != nil {
@@ -467,10 +499,10 @@ func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *t
 	}
 	if d == nil {
 		tr.defaulted(&o)
-		return o, nil
+		return o, rs
 	}
 	applyDecision(&o, d)
-	return o, d
+	return o, rs
 }
 
 // applyDecision overlays rule decision d on outcome o.

@@ -62,6 +62,12 @@ type Status struct {
 	InvalidDecisions uint64 `json:"invalid_decisions"`
 	// PluginAnswersIgnored counts plugin answers ignored as invalid.
 	PluginAnswersIgnored uint64 `json:"plugin_answers_ignored"`
+	// Source is where the operator policies come from: "dir" or "bundle".
+	Source string `json:"source"`
+	// Bundle describes the bundle server (Source "bundle").
+	Bundle *BundleStatus `json:"bundle,omitempty"`
+	// DecisionLog describes the decision log, when there is one.
+	DecisionLog *DecisionLogStatus `json:"decision_log,omitempty"`
 }
 
 // Status reports the pipeline's revision, files, rules and last reload.
@@ -71,7 +77,7 @@ func (p *Pipeline) Status() Status {
 	p.statusMu.RLock()
 	a := p.attempt
 	p.statusMu.RUnlock()
-	return Status{
+	s := Status{
 		Revision:             st.revision,
 		BuiltinRevision:      p.builtin.revision,
 		BuiltinFiles:         p.builtin.files(),
@@ -84,7 +90,10 @@ func (p *Pipeline) Status() Status {
 		EvalTimeouts:         p.evalTimeouts.Load(),
 		InvalidDecisions:     p.invalidDecisions.Load(),
 		PluginAnswersIgnored: p.pluginIgnored.Load(),
+		Source:               "dir",
 	}
+	p.sourceStatus(&s)
+	return s
 }
 
 // Reload reads the operator directory and, when its files changed since
@@ -95,7 +104,13 @@ func (p *Pipeline) Status() Status {
 // rejected, logged and reported by Status, and the previous revision keeps
 // serving. Reload returns the rejection (or the unchanged previous one).
 // It is goroutine-safe; concurrent calls run one at a time.
+//
+// When the operator policies come from a bundle server (Options.Bundle),
+// Reload polls it instead (see BundleOptions).
 func (p *Pipeline) Reload(ctx context.Context) error {
+	if p.bundle != nil {
+		return p.pollBundle(ctx)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	srcs, err := readPolicyDir(p.dir)
@@ -264,10 +279,29 @@ func (fe *fileErrors) attribute(err error) {
 // (settled for watchSettle) and, as a fallback, by comparing the files'
 // sizes and modification times every watchPoll (a directory created after
 // start, subdirectories, a platform without fsnotify). Rejected file sets
-// are logged and reported by Status. Watch does nothing when Options.Dir is
-// "". Run it in its own goroutine, once.
+// are logged and reported by Status. Watch also runs the pipeline's other
+// background work until ctx is done: with Options.Bundle it polls the
+// bundle server instead of watching the directory, and with
+// Options.DecisionLog it ships decisions to the log's file and service
+// (flushing them when ctx ends, before it returns). With none of
+// Options.Dir, Bundle and DecisionLog it returns at once. Run it in its
+// own goroutine, once.
 func (p *Pipeline) Watch(ctx context.Context) error {
-	if p.dir == "" {
+	if p.dlog != nil {
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.dlog.runSinks(ctx)
+		}()
+		defer func() { <-done }()
+	}
+	switch {
+	case p.bundle != nil:
+		return p.pollBundles(ctx)
+	case p.dir == "" && p.dlog != nil:
+		<-ctx.Done()
+		return nil
+	case p.dir == "":
 		return nil
 	}
 	w, err := fsnotify.NewWatcher()

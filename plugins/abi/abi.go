@@ -10,8 +10,9 @@ import (
 const VersionMajor = 1
 
 // VersionMinor is the ABI minor version of this contract. Minors of one
-// major are backward compatible additions.
-const VersionMinor = 1
+// major are backward compatible additions: 1.1 added FeatureBinary, 1.2
+// the route hook (FeatureRoute).
+const VersionMinor = 2
 
 // Feature is one bit of the set a guest returns from ExportFeatures.
 type Feature uint64
@@ -35,14 +36,16 @@ const (
 	// FeatureBinary: the guest reads hook inputs and writes hook answers in
 	// the binary encoding instead of JSON (since ABI 1.1).
 	FeatureBinary Feature = 1 << 6
+	// FeatureRoute: the guest exports ExportRoute (since ABI 1.2).
+	FeatureRoute Feature = 1 << 7
 
 	// FeaturesKnown is every bit this minor version defines.
 	FeaturesKnown = FeatureRestate | FeatureClassify | FeatureOnRequest |
-		FeatureLog | FeatureKV | FeatureClock | FeatureBinary
+		FeatureLog | FeatureKV | FeatureClock | FeatureBinary | FeatureRoute
 )
 
 // featureNames lists the name of each known bit, lowest first.
-var featureNames = [...]string{"restate", "classify", "on_request", "log", "kv", "clock", "binary"}
+var featureNames = [...]string{"restate", "classify", "on_request", "log", "kv", "clock", "binary", "route"}
 
 // Names returns the names of the set bits, lowest first ("classify", "log",
 // ...); an unknown bit is named "bit<N>".
@@ -74,6 +77,7 @@ const (
 	HookRestate   = "restate"
 	HookClassify  = "classify"
 	HookOnRequest = "on_request"
+	HookRoute     = "route"
 )
 
 // HookFeature returns the feature bit and export name of a hook, and false
@@ -86,6 +90,8 @@ func HookFeature(hook string) (Feature, string, bool) {
 		return FeatureClassify, ExportClassify, true
 	case HookOnRequest:
 		return FeatureOnRequest, ExportOnRequest, true
+	case HookRoute:
+		return FeatureRoute, ExportRoute, true
 	}
 	return 0, "", false
 }
@@ -115,6 +121,9 @@ const (
 	// ExportOnRequest: (ptr, len i32) -> i64, RequestInfo in, RequestAction
 	// out.
 	ExportOnRequest = "breakwater_on_request"
+	// ExportRoute: (ptr, len i32) -> i64, RouteInput in, RouteAnswer out
+	// (since ABI 1.2).
+	ExportRoute = "breakwater_route"
 )
 
 // ValueType is a WebAssembly value type, with its binary-format encoding.
@@ -183,7 +192,7 @@ func ExportSignature(name string) (Signature, bool) {
 		return Signature{Results: []ValueType{I64}}, true
 	case ExportAlloc:
 		return Signature{Params: []ValueType{I32}, Results: []ValueType{I32}}, true
-	case ExportRestate, ExportClassify, ExportOnRequest:
+	case ExportRestate, ExportClassify, ExportOnRequest, ExportRoute:
 		return Signature{Params: []ValueType{I32, I32}, Results: []ValueType{I64}}, true
 	}
 	return Signature{}, false
@@ -259,6 +268,16 @@ const (
 	MaxBodyBytes = 4 << 10
 	// MaxAnswerBytes bounds a hook's answer.
 	MaxAnswerBytes = 64 << 10
+	// MaxRouteCandidates bounds RouteInput.Candidates; the host offers a
+	// route hook no more (the candidates after it keep their order, after
+	// the ones the hook ranked).
+	MaxRouteCandidates = 256
+	// MaxRouteHeaders bounds RouteRequest.Headers; the host keeps the
+	// first names in sorted order.
+	MaxRouteHeaders = 32
+	// MaxRouteHeaderBytes bounds one RouteRequest header value; longer
+	// values are cut (on a rune boundary).
+	MaxRouteHeaderBytes = 1 << 10
 )
 
 // PackPtrLen packs a guest pointer and length into a hook result: pointer in

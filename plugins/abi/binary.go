@@ -280,3 +280,171 @@ func DecodeRequestActionBinary(b []byte) (RequestAction, error) {
 	}
 	return v, r.end()
 }
+
+// The route hook's types (ABI 1.2) add three forms to the layout:
+//
+//	bool    1 byte, 0 or 1
+//	float   8 bytes, the IEEE 754 binary64 bits little-endian
+//	list    u32 little-endian element count, then the elements
+
+func appendBinaryBool(b []byte, v bool) []byte {
+	if v {
+		return append(b, 1)
+	}
+	return append(b, 0)
+}
+
+func appendBinaryFloat(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
+
+// AppendRouteInputBinary appends the binary encoding of v to b.
+func AppendRouteInputBinary(b []byte, v *RouteInput) []byte {
+	q := &v.Request
+	if b == nil {
+		n := binaryStringLen(q.Model) + binaryStringLen(q.Combo) + 1 + binaryStringLen(q.KeyID) +
+			binaryMapLen(q.Headers) + 16 + 4
+		for i := range v.Candidates {
+			c := &v.Candidates[i]
+			n += binaryStringLen(c.Provider) + binaryStringLen(c.Model) + binaryStringLen(c.Connection) +
+				1 + binaryStringLen(c.Health) + 7*8
+		}
+		b = make([]byte, 0, n)
+	}
+	b = appendBinaryString(b, q.Model)
+	b = appendBinaryString(b, q.Combo)
+	b = appendBinaryBool(b, q.Stream)
+	b = appendBinaryString(b, q.KeyID)
+	b = appendBinaryMap(b, q.Headers)
+	b = appendBinaryInt(b, int64(q.ToolCount))
+	b = appendBinaryInt(b, int64(q.PromptTokens))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v.Candidates)))
+	for i := range v.Candidates {
+		c := &v.Candidates[i]
+		b = appendBinaryString(b, c.Provider)
+		b = appendBinaryString(b, c.Model)
+		b = appendBinaryString(b, c.Connection)
+		b = appendBinaryBool(b, c.Eligible)
+		b = appendBinaryString(b, c.Health)
+		b = appendBinaryInt(b, c.CooldownMS)
+		b = appendBinaryInt(b, c.LockoutMS)
+		b = appendBinaryFloat(b, c.Headroom)
+		b = appendBinaryInt(b, c.LatencyMS)
+		b = appendBinaryInt(b, int64(c.InFlight))
+		b = appendBinaryFloat(b, c.PriceIn)
+		b = appendBinaryFloat(b, c.PriceOut)
+	}
+	return b
+}
+
+// AppendRouteAnswerBinary appends the binary encoding of v to b.
+func AppendRouteAnswerBinary(b []byte, v *RouteAnswer) []byte {
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v.Order)))
+	for _, i := range v.Order {
+		b = appendBinaryInt(b, int64(i))
+	}
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(v.Exclude)))
+	for _, x := range v.Exclude {
+		b = appendBinaryInt(b, int64(x.Index))
+		b = appendBinaryString(b, x.Reason)
+	}
+	return appendBinaryString(b, v.RuleID)
+}
+
+func (r *binaryReader) bool(field string) bool {
+	if r.err != nil {
+		return false
+	}
+	if len(r.b) < 1 {
+		r.fail(errShort)
+		return false
+	}
+	v := r.b[0]
+	r.b = r.b[1:]
+	if v > 1 {
+		r.fail(fmt.Errorf("%s: boolean byte %d is neither 0 nor 1", field, v))
+		return false
+	}
+	return v == 1
+}
+
+func (r *binaryReader) float() float64 { return math.Float64frombits(uint64(r.int64())) }
+
+// count reads a list's element count, refusing one that cannot fit in the
+// bytes left when each element takes at least minSize bytes.
+func (r *binaryReader) count(field string, minSize int) int {
+	n := r.u32()
+	if r.err != nil {
+		return 0
+	}
+	if uint64(n)*uint64(minSize) > uint64(len(r.b)) {
+		r.fail(fmt.Errorf("%s: %d elements: %w", field, n, errShort))
+		return 0
+	}
+	return int(n)
+}
+
+// routeCandidateMinBytes is the encoded size of a RouteCandidate with
+// empty strings.
+const routeCandidateMinBytes = 4*4 + 1 + 7*8
+
+// DecodeRouteInputBinary decodes the binary encoding of a RouteInput.
+func DecodeRouteInputBinary(b []byte) (RouteInput, error) {
+	r := binaryReader{b: b}
+	var v RouteInput
+	v.Request = RouteRequest{
+		Model:        r.str("model"),
+		Combo:        r.str("combo"),
+		Stream:       r.bool("stream"),
+		KeyID:        r.str("key_id"),
+		Headers:      r.strMap("headers"),
+		ToolCount:    r.int("tool_count"),
+		PromptTokens: r.int("prompt_tokens"),
+	}
+	if n := r.count("candidates", routeCandidateMinBytes); n > 0 {
+		v.Candidates = make([]RouteCandidate, n)
+		for i := range v.Candidates {
+			v.Candidates[i] = RouteCandidate{
+				Provider:   r.str("provider"),
+				Model:      r.str("model"),
+				Connection: r.str("connection"),
+				Eligible:   r.bool("eligible"),
+				Health:     r.str("health"),
+				CooldownMS: r.int64(),
+				LockoutMS:  r.int64(),
+				Headroom:   r.float(),
+				LatencyMS:  r.int64(),
+				InFlight:   r.int("in_flight"),
+				PriceIn:    r.float(),
+				PriceOut:   r.float(),
+			}
+		}
+	}
+	if err := r.end(); err != nil {
+		return RouteInput{}, err
+	}
+	return v, nil
+}
+
+// DecodeRouteAnswerBinary decodes the binary encoding of a RouteAnswer.
+func DecodeRouteAnswerBinary(b []byte) (RouteAnswer, error) {
+	r := binaryReader{b: b}
+	var v RouteAnswer
+	if n := r.count("order", 8); n > 0 {
+		v.Order = make([]int, n)
+		for i := range v.Order {
+			v.Order[i] = r.int("order")
+		}
+	}
+	if n := r.count("exclude", 12); n > 0 {
+		v.Exclude = make([]RouteExclusion, n)
+		for i := range v.Exclude {
+			v.Exclude[i] = RouteExclusion{Index: r.int("exclude index"), Reason: r.str("exclude reason")}
+		}
+	}
+	v.RuleID = r.str("rule_id")
+	if err := r.end(); err != nil {
+		return RouteAnswer{}, err
+	}
+	return v, nil
+}

@@ -15,7 +15,8 @@
 // # Features
 //
 // A guest exports breakwater_features () -> i64, a bit set of Feature values:
-// the hooks it implements (FeatureRestate, FeatureClassify, FeatureOnRequest)
+// the hooks it implements (FeatureRestate, FeatureClassify, FeatureOnRequest,
+// FeatureRoute)
 // and the host capabilities it cannot work without (FeatureLog, FeatureKV,
 // FeatureClock). The host refuses a guest that sets a bit it does not know or
 // cannot serve (FeatureKV without a state store), and refuses a plugin whose
@@ -33,6 +34,7 @@
 //	breakwater_restate(ptr i32, len i32) i64     // when FeatureRestate
 //	breakwater_classify(ptr i32, len i32) i64    // when FeatureClassify
 //	breakwater_on_request(ptr i32, len i32) i64  // when FeatureOnRequest
+//	breakwater_route(ptr i32, len i32) i64       // when FeatureRoute (1.2)
 //
 // A WASI reactor (Go's -buildmode=c-shared) also exports _initialize, which
 // the host calls once per instance before anything else; a guest must not
@@ -92,6 +94,7 @@
 //	restate:    ErrorInput   -> Restatement
 //	classify:   ErrorInput   -> Decision
 //	on_request: RequestInfo  -> RequestAction
+//	route:      RouteInput   -> RouteAnswer   (since ABI 1.2)
 //
 // JSON: UTF-8 JSON objects with the field names of the struct tags in this
 // package. Unknown input fields must be ignored by guests (a minor version
@@ -110,4 +113,26 @@
 // other Append…Binary / Decode…Binary functions implement it. The host
 // rejects an answer that is truncated, has bytes after its last field, or
 // holds a string that is not UTF-8.
+//
+// The route hook's types (ABI 1.2) add three forms: a bool is one byte, 0
+// or 1; a float is the 8 bytes of its IEEE 754 binary64 bits,
+// little-endian; a list is a u32 little-endian element count followed by
+// the elements. A RouteInput is the request's model, combo (strings),
+// stream (bool), key_id (string), headers (map), tool_count and
+// prompt_tokens (ints), then the candidates as a list, each provider,
+// model, connection (strings), eligible (bool), health (string),
+// cooldown_ms, lockout_ms (ints), headroom (float), latency_ms, in_flight
+// (ints), price_in, price_out (floats). A RouteAnswer is order (a list of
+// ints), exclude (a list of index int and reason string) and rule_id
+// (string).
+//
+// # The route hook
+//
+// A combo whose strategy is "plugin:<name>" asks plugin <name>'s route hook
+// to order its targets for every request it routes — the success path, so
+// keep the hook lean. The answer's Order and Exclude index
+// RouteInput.Candidates; RouteAnswer says how it is applied and what makes
+// it invalid. A hook that declines (returns 0), traps, overruns its
+// deadline or answers an invalid order leaves the combo in its configured
+// (priority) order; a failure counts as the plugin's error.
 package abi

@@ -128,13 +128,23 @@ type Options struct {
 	AutoWeights AutoWeights
 	// Clock is the time source when Request.Now is zero; nil = system clock.
 	Clock engine.Clock
+	// Route asks a routing plugin, for the "plugin:<name>" strategies;
+	// nil leaves them in configured order (see Plugin).
+	Route RouteFunc
+	// CandidateState describes a target's engine state to routing plugins;
+	// nil shows none.
+	CandidateState func(Target) CandidateState
 }
 
 // New returns the strategy called name (case-insensitive; "_" may stand
-// for "-"). An unknown name returns priority and known=false: the caller
+// for "-"), or a Plugin strategy for "plugin:<name>" (the plugin name as
+// written). An unknown name returns priority and known=false: the caller
 // logs the warning.
 func New(name string, opts Options) (s Strategy, known bool) {
 	e := newEnv(opts)
+	if plugin, ok := PluginName(name); ok {
+		return newPlugin(plugin, e, opts), true
+	}
 	switch normalizeName(name) {
 	case NamePriority:
 		return &Priority{}, true

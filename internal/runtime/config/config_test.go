@@ -124,8 +124,11 @@ func TestContractExampleParses(t *testing.T) {
 			}},
 			MaxAttemptsPerRequest: 10,
 		},
-		Policies: Policies{Dir: "./policies.d", EvalTimeoutMS: 50},
-		Plugins:  []Plugin{{Name: "my-rules", Path: "./plugins/my-rules.wasm", Hooks: []string{"classify"}}},
+		Policies: Policies{Dir: "./policies.d", EvalTimeoutMS: 50,
+			Bundle:      PolicyBundle{PollIntervalMS: 30000, Algorithm: "RS256", SigningRequired: bp(false)},
+			DecisionLog: DecisionLog{Buffer: 1000, FileMaxBytes: 104857600, BatchSize: 100, FlushIntervalMS: 5000, QueueSize: 10000},
+		},
+		Plugins: []Plugin{{Name: "my-rules", Path: "./plugins/my-rules.wasm", Hooks: []string{"classify"}}},
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("contract config mismatch:\n got %#v\nwant %#v", c, want)

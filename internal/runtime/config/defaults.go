@@ -34,7 +34,22 @@ const (
 	DefaultPoliciesDir        = "./policies.d"
 	DefaultEvalTimeoutMS      = 50
 	DefaultStrategy           = "priority"
+	// Policy bundle and decision log defaults (docs/policies.md).
+	DefaultBundlePollIntervalMS = 30000
+	DefaultBundleAlgorithm      = "RS256"
+	DefaultDecisionBuffer       = 1000
+	DefaultDecisionFileMaxBytes = 104857600
+	DefaultDecisionBatchSize    = 100
+	DefaultDecisionFlushMS      = 5000
+	DefaultDecisionQueueSize    = 10000
+	PluginStrategyPrefix        = "plugin:"
 )
+
+// bundleAlgorithms are the signing algorithms OPA verifies bundles with.
+var bundleAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "HS256", "HS384", "HS512"}
+
+// pluginHooks lists the plugin hook names.
+var pluginHooks = []string{"restate", "classify", "on_request", "route"}
 
 // kinds lists the accepted provider kinds. The lists below are read-only.
 var kinds = []string{KindOpenAI, KindAnthropic}
@@ -113,6 +128,16 @@ func ApplyDefaults(c *Config) {
 	setDefault(&c.State.Path, DefaultStatePath)
 	setDefault(&c.Policies.Dir, DefaultPoliciesDir)
 	setDefault(&c.Policies.EvalTimeoutMS, DefaultEvalTimeoutMS)
+	b := &c.Policies.Bundle
+	setDefault(&b.PollIntervalMS, DefaultBundlePollIntervalMS)
+	setDefault(&b.Algorithm, DefaultBundleAlgorithm)
+	setDefaultBool(&b.SigningRequired, b.PublicKey != "")
+	dl := &c.Policies.DecisionLog
+	setDefault(&dl.Buffer, DefaultDecisionBuffer)
+	setDefault(&dl.FileMaxBytes, DefaultDecisionFileMaxBytes)
+	setDefault(&dl.BatchSize, DefaultDecisionBatchSize)
+	setDefault(&dl.FlushIntervalMS, DefaultDecisionFlushMS)
+	setDefault(&dl.QueueSize, DefaultDecisionQueueSize)
 
 	for i := range c.Providers {
 		p := &c.Providers[i]

@@ -1,6 +1,10 @@
 package config
 
-import "net/url"
+import (
+	"maps"
+	"net/url"
+	"slices"
+)
 
 // GoString redacts the secret for the %#v verb, so no fmt verb that uses a
 // method prints the value.
@@ -13,8 +17,9 @@ func (s Secret) GoString() string {
 
 // Secrets returns every configured credential value, for redact.New: the
 // admin token, the Redis URL, every connection's API key and proxy URL,
-// every client key, and the passwords inside the two URLs. Empty values are
-// left out; the order is the file's.
+// every client key, the policy bundle's key and headers and the decision
+// log's headers, and the passwords inside the two URLs. Empty values are
+// left out; the order is the file's (map values sorted by key).
 func (c *Config) Secrets() []string {
 	var out []string
 	add := func(s Secret) {
@@ -38,6 +43,12 @@ func (c *Config) Secrets() []string {
 	}
 	for _, k := range c.Keys {
 		add(k.Key)
+	}
+	add(c.Policies.Bundle.PublicKey)
+	for _, h := range []map[string]Secret{c.Policies.Bundle.Headers, c.Policies.DecisionLog.Headers} {
+		for _, k := range slices.Sorted(maps.Keys(h)) {
+			add(h[k])
+		}
 	}
 	return out
 }

@@ -125,6 +125,42 @@ type Policies struct {
 	// (default 50); an evaluation over it falls back to the built-in
 	// policies.
 	EvalTimeoutMS int64 `yaml:"eval_timeout_ms" json:"eval_timeout_ms"`
+	// Bundle pulls the operator policies from an OPA bundle server
+	// instead of Dir.
+	Bundle PolicyBundle `yaml:"bundle" json:"bundle"`
+	// DecisionLog records failure-path decisions.
+	DecisionLog DecisionLog `yaml:"decision_log" json:"decision_log"`
+}
+
+// PolicyBundle is an OPA bundle server the operator policies are polled
+// from (docs/policies.md "Bundles"). Empty URL: none.
+type PolicyBundle struct {
+	URL            string `yaml:"url" json:"url,omitempty"`
+	PollIntervalMS int64  `yaml:"poll_interval_ms" json:"poll_interval_ms"`
+	// PublicKey verifies bundle signatures (PEM; env:/file: references
+	// allowed).
+	PublicKey Secret `yaml:"public_key" json:"-"`
+	KeyID     string `yaml:"key_id" json:"key_id,omitempty"`
+	Algorithm string `yaml:"algorithm" json:"algorithm"`
+	// SigningRequired rejects unsigned bundles; default true when a public
+	// key is set.
+	SigningRequired *bool `yaml:"signing_required" json:"signing_required,omitempty"`
+	// Headers are sent with every poll, e.g. an Authorization token.
+	Headers map[string]Secret `yaml:"headers" json:"-"`
+}
+
+// DecisionLog configures the policy decision log (docs/policies.md
+// "Decision logs"): a ring buffer always, a JSON-lines file and an OPA
+// decision log service when set.
+type DecisionLog struct {
+	Buffer          int               `yaml:"buffer" json:"buffer"`
+	File            string            `yaml:"file" json:"file,omitempty"`
+	FileMaxBytes    int64             `yaml:"file_max_bytes" json:"file_max_bytes"`
+	URL             string            `yaml:"url" json:"url,omitempty"`
+	Headers         map[string]Secret `yaml:"headers" json:"-"`
+	BatchSize       int               `yaml:"batch_size" json:"batch_size"`
+	FlushIntervalMS int64             `yaml:"flush_interval_ms" json:"flush_interval_ms"`
+	QueueSize       int               `yaml:"queue_size" json:"queue_size"`
 }
 
 // Plugin is one WebAssembly plugin.

@@ -118,14 +118,11 @@ func (v *validator) config(c *Config) {
 	v.server(c)
 	v.state(&c.State)
 	conns := v.providers(c.Providers)
-	v.combos(c.Combos)
+	v.combos(c.Combos, c.Plugins)
 	v.keys(c.Keys, conns)
 	v.resilience(&c.Resilience)
 	v.emergencyTargets(c)
-	if c.Policies.Dir == "" {
-		v.errorf("policies.dir", "must not be empty")
-	}
-	v.rangeCheck("policies.eval_timeout_ms", c.Policies.EvalTimeoutMS, 1, 60000)
+	v.policies(&c.Policies)
 	v.plugins(c.Plugins)
 }
 
@@ -336,7 +333,7 @@ func (v *validator) connections(pp string, p *Provider, all map[string]bool) {
 	}
 }
 
-func (v *validator) combos(cs []Combo) {
+func (v *validator) combos(cs []Combo, plugins []Plugin) {
 	names := make(map[string]int)
 	for i := range cs {
 		c := &cs[i]
@@ -353,7 +350,11 @@ func (v *validator) combos(cs []Combo) {
 				names[c.Name] = i
 			}
 		}
-		v.enum(cp+".strategy", c.Strategy, strategies)
+		if name, ok := pluginStrategy(c.Strategy); ok {
+			v.pluginStrategy(cp+".strategy", name, plugins)
+		} else {
+			v.enum(cp+".strategy", c.Strategy, strategies)
+		}
 		v.nonNegative(cp+".sticky_limit", int64(c.StickyLimit))
 		if c.Mode != "" {
 			v.enum(cp+".mode", c.Mode, []string{"flatten", "execute"})
@@ -483,6 +484,78 @@ func (v *validator) plugins(ps []Plugin) {
 		}
 		if p.Path == "" {
 			v.errorf(pp+".path", "is required")
+		}
+		for j, h := range p.Hooks {
+			v.enum(fmt.Sprintf("%s.hooks[%d]", pp, j), h, pluginHooks)
+		}
+	}
+}
+
+// pluginStrategy returns the plugin a "plugin:<name>" strategy names (the
+// prefix in any case), and false for any other strategy.
+func pluginStrategy(s string) (string, bool) {
+	s = strings.TrimSpace(s)
+	if len(s) <= len(PluginStrategyPrefix) || !strings.EqualFold(s[:len(PluginStrategyPrefix)], PluginStrategyPrefix) {
+		return "", false
+	}
+	return s[len(PluginStrategyPrefix):], true
+}
+
+// pluginStrategy checks that the plugin a combo strategy names is
+// configured and runs the route hook (a plugin without hooks runs every
+// hook its module declares: the gateway checks at load).
+func (v *validator) pluginStrategy(p, name string, plugins []Plugin) {
+	i := slices.IndexFunc(plugins, func(pl Plugin) bool { return pl.Name == name })
+	switch {
+	case i < 0:
+		v.errorf(p, "strategy %q names no configured plugin (plugins[].name)", PluginStrategyPrefix+name)
+	case len(plugins[i].Hooks) > 0 && !slices.Contains(plugins[i].Hooks, "route"):
+		v.errorf(p, "plugin %q does not run the route hook (plugins[%d].hooks: %s); add route", name, i,
+			strings.Join(plugins[i].Hooks, ", "))
+	}
+}
+
+// policies checks the policies section: the directory, the bundle server
+// and the decision log.
+func (v *validator) policies(pc *Policies) {
+	if pc.Dir == "" {
+		v.errorf("policies.dir", "must not be empty")
+	}
+	v.rangeCheck("policies.eval_timeout_ms", pc.EvalTimeoutMS, 1, 60000)
+	b := &pc.Bundle
+	const bp = "policies.bundle"
+	if b.URL != "" {
+		v.httpURL(bp+".url", b.URL)
+	}
+	v.rangeCheck(bp+".poll_interval_ms", b.PollIntervalMS, 1000, dayMS)
+	v.enum(bp+".algorithm", b.Algorithm, bundleAlgorithms)
+	if b.SigningRequired != nil && *b.SigningRequired && b.PublicKey == "" {
+		v.errorf(bp+".signing_required", "needs policies.bundle.public_key to verify signatures")
+	}
+	if b.PublicKey != "" && !strings.HasPrefix(b.Algorithm, "HS") && !strings.Contains(b.PublicKey.Value(), "-----BEGIN ") {
+		v.errorf(bp+".public_key", "must be a PEM public key or certificate for %s (value not shown)", b.Algorithm)
+	}
+	v.headerNames(bp+".headers", b.Headers)
+	d := &pc.DecisionLog
+	const dp = "policies.decision_log"
+	v.rangeCheck(dp+".buffer", int64(d.Buffer), 1, 100000)
+	v.rangeCheck(dp+".file_max_bytes", d.FileMaxBytes, 4096, 1<<40)
+	if d.URL != "" {
+		v.httpURL(dp+".url", d.URL)
+	}
+	v.headerNames(dp+".headers", d.Headers)
+	v.rangeCheck(dp+".batch_size", int64(d.BatchSize), 1, 10000)
+	v.rangeCheck(dp+".flush_interval_ms", d.FlushIntervalMS, 100, dayMS)
+	v.rangeCheck(dp+".queue_size", int64(d.QueueSize), 1, 1000000)
+}
+
+// headerNames checks that every key of h is an HTTP header name.
+func (v *validator) headerNames(p string, h map[string]Secret) {
+	for _, k := range slices.Sorted(maps.Keys(h)) {
+		if k == "" || strings.ContainsFunc(k, func(r rune) bool {
+			return r <= ' ' || r >= 0x7f || strings.ContainsRune("\"(),/:;<=>?@[\\]{}", r)
+		}) {
+			v.errorf(p+"."+k, "is not an HTTP header name")
 		}
 	}
 }

@@ -87,7 +87,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 	if err = host.Load(ctx, PluginSpecs(cfg)); err != nil {
 		return nil, fmt.Errorf("loading plugins: %w", err)
 	}
-	pipe, err := policies.New(ctx, policies.Options{Store: st, Dir: cfg.Policies.Dir, Plugins: host, Logger: o.Logger, Clock: o.Clock})
+	pipe, err := policies.New(ctx, PolicyOptions(cfg, st, host, o))
 	if err != nil {
 		return nil, fmt.Errorf("loading policies: %w", err)
 	}

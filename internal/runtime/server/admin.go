@@ -33,6 +33,7 @@ func (s *Server) adminRoutes() {
 	api.Get("/policies", s.handleGetPolicies)
 	api.Put("/policies/operator-rules", s.handlePutOperatorRules)
 	api.Post("/policies/explain", s.handleExplain)
+	api.Get("/policies/decisions", s.handleGetDecisions)
 	api.Get("/plugins", s.handleListPlugins)
 	api.Post("/plugins/reload", s.handleReloadPlugins)
 	api.Delete("/resilience/model-cooldowns", s.handleClearLockout)

@@ -1,6 +1,6 @@
 // Command echo is a test guest that reflects its inputs into its answers so
 // the host test can check that every field of every hook type survives the
-// trip through the SDK's JSON codec. It also exercises every host function.
+// trip through the SDK's codec. It also exercises every host function.
 package main
 
 import (
@@ -41,6 +41,39 @@ func init() {
 		}
 		return sdk.RequestAction{Model: in.Model + "-rewritten", SetHeaders: set}, true
 	})
+	sdk.HandleRoute(func(in sdk.RouteInput) (sdk.RouteAnswer, bool) {
+		// The last eligible candidate first; the first candidate excluded
+		// with every field of the input as the reason.
+		a := sdk.RouteAnswer{RuleID: "echo.route"}
+		for i := len(in.Candidates) - 1; i > 0; i-- {
+			if in.Candidates[i].Eligible {
+				a.Order = []int{i}
+				break
+			}
+		}
+		a.Exclude = []sdk.RouteExclusion{{Index: 0, Reason: describeRoute(in)}}
+		return a, true
+	})
+}
+
+// describeRoute joins every field of in; the host test computes the same
+// string.
+func describeRoute(in sdk.RouteInput) string {
+	q := in.Request
+	var hs []string
+	for k, v := range q.Headers.All() {
+		hs = append(hs, k+"="+v)
+	}
+	slices.Sort(hs)
+	parts := []string{q.Model, q.Combo, strconv.FormatBool(q.Stream), q.KeyID, strings.Join(hs, ";"),
+		strconv.Itoa(q.ToolCount), strconv.Itoa(q.PromptTokens)}
+	for _, c := range in.Candidates {
+		parts = append(parts, c.Provider, c.Model, c.Connection, strconv.FormatBool(c.Eligible), c.Health,
+			strconv.FormatInt(c.CooldownMS, 10), strconv.FormatInt(c.LockoutMS, 10),
+			strconv.FormatFloat(c.Headroom, 'g', -1, 64), strconv.FormatInt(c.LatencyMS, 10),
+			strconv.Itoa(c.InFlight), strconv.FormatFloat(c.PriceIn, 'g', -1, 64), strconv.FormatFloat(c.PriceOut, 'g', -1, 64))
+	}
+	return strings.Join(parts, "|")
 }
 
 // describe joins every field of in; the host test computes the same string.

@@ -3,7 +3,10 @@
 // allocates past any memory limit, "badreason" answers a reason the host
 // rejects, "pass" declines, "spam" logs 1000 lines with sdk.Log and 1000
 // on stdout (each quoting the body) and declines; anything else is a
-// rate_limit decision.
+// rate_limit decision. Its route hook misbehaves the same way, chosen by
+// the request's model: "panic", "loop", "garbage" (an index out of range),
+// "excludeall" (every candidate excluded), "pass"; anything else reverses
+// the candidates.
 package main
 
 import (
@@ -40,6 +43,32 @@ func init() {
 			return sdk.Decision{}, false
 		}
 		return sdk.Decision{Reason: sdk.ReasonRateLimit, Scope: sdk.ScopeConnection, RuleID: "faulty.ok"}, true
+	})
+	sdk.HandleRoute(func(in sdk.RouteInput) (sdk.RouteAnswer, bool) {
+		n := len(in.Candidates)
+		switch in.Request.Model {
+		case "panic":
+			panic("faulty guest: deliberate panic in route")
+		case "loop":
+			for {
+				sink = append(sink[:0], 1)
+			}
+		case "garbage":
+			return sdk.RouteAnswer{Order: []int{n + 7}}, true
+		case "excludeall":
+			var a sdk.RouteAnswer
+			for i := range n {
+				a.Exclude = append(a.Exclude, sdk.RouteExclusion{Index: i, Reason: "all"})
+			}
+			return a, true
+		case "pass":
+			return sdk.RouteAnswer{}, false
+		}
+		a := sdk.RouteAnswer{RuleID: "faulty.reverse"}
+		for i := n - 1; i >= 0; i-- {
+			a.Order = append(a.Order, i)
+		}
+		return a, true
 	})
 }
 
