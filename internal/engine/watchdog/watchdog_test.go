@@ -92,19 +92,15 @@ func TestStallReasoningRestartsBudget(t *testing.T) {
 	cfg := StallConfig{FirstContent: 10 * time.Second, BetweenContent: 10 * time.Second}
 	clock := engine.NewFakeClock(epoch)
 	s := NewStall(cfg, clock.Now())
-	// 5 minutes of thinking deltas (some empty, signatures), one every 9 s.
-	thinking := []string{
-		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":""}}`,
-		`{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"step"}}`,
-		`{"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}`,
-	}
-	for i := range 34 {
+	// 5 minutes of reasoning frames (thinking deltas, empty ones and
+	// signatures all read as FrameReasoning, see runtime/frames), one
+	// every 9 s.
+	for range 34 {
 		clock.Advance(9 * time.Second)
 		if s.Expired(clock.Now()) {
 			t.Fatalf("tripped at %v while reasoning", clock.Now().Sub(epoch))
 		}
-		f, _ := Classify(AnthropicMessages, named("content_block_delta", thinking[i%3]))
-		s.Observe(f, clock.Now())
+		s.Observe(FrameReasoning, clock.Now())
 		s.Observe(FramePing, clock.Now())
 	}
 	last := clock.Now()
@@ -119,12 +115,11 @@ func TestStallReasoningRestartsBudget(t *testing.T) {
 	if !s.Expired(last.Add(10 * time.Second)) {
 		t.Fatal("keep-alives alone must trip the watchdog")
 	}
-	// Responses reasoning items count too.
+	// A reasoning frame as the first output restarts the budget too.
 	s = NewStall(cfg, epoch)
-	f, _ := Classify(OpenAIResponses, named("response.output_item.added", `{"type":"response.output_item.added","item":{"type":"reasoning","encrypted_content":"gAAA"}}`))
-	s.Observe(f, epoch.Add(8*time.Second))
+	s.Observe(FrameReasoning, epoch.Add(8*time.Second))
 	if s.Expired(epoch.Add(12 * time.Second)) {
-		t.Fatal("a Responses reasoning item must restart the budget")
+		t.Fatal("a reasoning frame must restart the budget")
 	}
 }
 
@@ -169,11 +164,7 @@ func TestThroughputFromEnv(t *testing.T) {
 func TestThroughputSpecExample(t *testing.T) {
 	clock := engine.NewFakeClock(epoch)
 	w := NewThroughput(ThroughputConfig{Enabled: true, Warmup: ms(1000), Window: ms(2000), MinBytesPerSecond: 10, MinBytes: 1}, clock.Now())
-	f, n := Classify(OpenAIChat, data(chunk(`{"content":"x"}`)))
-	if f != FrameContent || n != 1 {
-		t.Fatalf("x classified %s %d", f, n)
-	}
-	w.Observe(f, n, clock.Now())
+	w.Observe(FrameContent, len("x"), clock.Now())
 	if got := w.NextCheck(); !got.Equal(epoch.Add(ms(3000))) {
 		t.Fatalf("NextCheck = %v, want 3000ms", got.Sub(epoch))
 	}

@@ -1,11 +1,9 @@
 package config
 
-import "slices"
+import (
+	"slices"
 
-// Provider kinds (wire formats).
-const (
-	KindOpenAI    = "openai"
-	KindAnthropic = "anthropic"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 )
 
 // Provider profiles; a profile picks the resilience defaults.
@@ -36,8 +34,9 @@ const (
 	DefaultStrategy           = "priority"
 )
 
-// kinds lists the accepted provider kinds. The lists below are read-only.
-var kinds = []string{KindOpenAI, KindAnthropic}
+// kinds lists the accepted provider kinds: those with an adapter. The lists
+// below are read-only.
+var kinds = provider.Kinds()
 
 // profiles lists the accepted provider profiles.
 var profiles = []string{ProfileAPIKey, ProfileOAuth, ProfileLocal}

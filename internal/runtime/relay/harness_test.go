@@ -14,10 +14,24 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
+}
+
+// readerOf is the stream event reader of an upstream format (the provider
+// adapters pick it in production).
+func readerOf(f wire.Format) frames.Reader {
+	switch f {
+	case wire.FormatMessages:
+		return frames.Messages
+	case wire.FormatResponses:
+		return frames.Responses
+	}
+	return frames.Chat
 }
 
 var epoch = time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC)

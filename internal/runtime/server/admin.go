@@ -70,7 +70,7 @@ func decodeJSON(c *fiber.Ctx, v any) *wire.APIError {
 }
 
 func (s *Server) adminError(c *fiber.Ctx, e *wire.APIError) error {
-	return s.writeError(c, e, wire.FormatOpenAI)
+	return s.writeError(c, e, wire.FormatChat)
 }
 
 // engineError maps an engine admin error to 400 (caller's fault) or 500.

@@ -16,41 +16,17 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 	"github.com/breakwater-dev/breakwater/internal/runtime/relay"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
-	"github.com/breakwater-dev/breakwater/internal/runtime/translate"
 	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
-// crossFormat reports whether the client's format differs from the
-// provider's, so the attempt is translated both ways.
-func crossFormat(f wire.Format, p *topology.Provider) bool {
-	return (f == wire.FormatAnthropic) != (p.Kind == topology.KindAnthropic)
-}
-
-// upstreamBody prepares the request body for a candidate: the routed model
-// replaces the client's, translated when the provider speaks the other
-// format. A body that cannot be translated is the client's error (400).
-func upstreamBody(x *exchange, req wire.Request, body []byte, cd topology.Candidate) ([]byte, error) {
-	if !crossFormat(x.format, cd.Provider) {
-		out := req.RewriteModel(body, cd.Model)
-		if len(out) > 0 && &out[0] == &body[0] {
-			out = append([]byte(nil), body...) // a stream may outlive the handler's buffer
-		}
-		return out, nil
-	}
-	if x.format == wire.FormatOpenAI {
-		return translate.OpenAIToAnthropicRequest(body, cd.Model)
-	}
-	return translate.AnthropicToOpenAIRequest(body, cd.Model)
-}
-
-func watchdogFormat(anthropic bool) watchdog.Format {
-	if anthropic {
-		return watchdog.AnthropicMessages
-	}
-	return watchdog.OpenAIChat
+// exchangeOf is how the request's format reaches a candidate's provider
+// kind; the candidates were filtered to those with one.
+func exchangeOf(x *exchange, cd topology.Candidate) *provider.Exchange {
+	return cd.Provider.Adapter.Exchange(x.format)
 }
 
 // attempt makes one upstream call. It reports done when the client has
@@ -62,7 +38,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 		s.admissionRefused(x, cd, err)
 		return false, nil
 	}
-	out, err := upstreamBody(x, req, body, cd)
+	out, err := exchangeOf(x, cd).Request(body, req, cd.Model)
 	if err != nil {
 		var fe *wire.FieldError
 		if errors.As(err, &fe) {
@@ -91,7 +67,7 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 	t0 := time.Now()
 	var resp *http.Response
 	for try := 0; ; try++ {
-		hreq, err := s.buildRequest(ctx, c, cd, out, x.stream, x.responses, x.extraHeaders)
+		hreq, err := s.buildRequest(ctx, c, x, cd, out)
 		if err != nil {
 			cancel()
 			return true, s.answerError(c, x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error", Message: err.Error()})
@@ -160,10 +136,10 @@ func (s *Server) attempt(c *fiber.Ctx, x *exchange, req wire.Request, body []byt
 // (see upstream.DoBuffered): the whole answer within the first-byte
 // timeout, and within the execution budget.
 func (s *Server) bufferedAttempt(c *fiber.Ctx, x *exchange, cd topology.Candidate, out []byte, route upstream.Route, budget time.Duration) (bool, error) {
-	h := s.upstreamHeaders(c, cd, false, x.extraHeaders)
+	h := s.upstreamHeaders(c, x, cd)
 	t0 := time.Now()
 	limit := min(budget, s.pool.Timeouts().FirstByte)
-	b, err := s.pool.DoBuffered(http.MethodPost, s.upstreamURL(cd, x.responses), h, out, route, t0.Add(limit))
+	b, err := s.pool.DoBuffered(http.MethodPost, exchangeOf(x, cd).URL(cd.Provider.BaseURL), h, out, route, t0.Add(limit))
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) && budget <= s.pool.Timeouts().FirstByte {
@@ -190,14 +166,9 @@ func (s *Server) bufferedAttempt(c *fiber.Ctx, x *exchange, cd topology.Candidat
 // finishBuffered answers the client with a whole 2xx upstream answer,
 // translated when the provider speaks the other format.
 func (s *Server) finishBuffered(c *fiber.Ctx, x *exchange, cd topology.Candidate, status int, h http.Header, rb []byte) (bool, error) {
-	if crossFormat(x.format, cd.Provider) {
+	if ex := exchangeOf(x, cd); ex.Translated() {
 		var err error
-		if x.format == wire.FormatOpenAI {
-			rb, err = translate.AnthropicToOpenAIResponse(rb, cd.Model)
-		} else {
-			rb, err = translate.OpenAIToAnthropicResponse(rb, cd.Model)
-		}
-		if err != nil {
+		if rb, err = ex.Response(rb, cd.Model); err != nil {
 			// The upstream answered 2xx with a body we cannot read: a
 			// broken answer from this target, not the client's fault.
 			s.recordFailure(x, cd, 502, nil, nil, fmt.Errorf("translating the upstream answer: %w", err))
@@ -238,15 +209,11 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 func (s *Server) relayConfig(x *exchange, cd topology.Candidate) relay.Config {
 	st := s.eng.CurrentSettings().StreamRecovery
 	tw := st.ThroughputWatchdog
-	cf, uf := watchdogFormat(x.format == wire.FormatAnthropic), watchdogFormat(cd.Provider.Kind == topology.KindAnthropic)
-	if x.responses {
-		cf, uf = watchdog.OpenAIResponses, watchdog.OpenAIResponses
-	}
 	return relay.Config{
-		ClientFormat:   cf,
-		UpstreamFormat: uf,
-		CommitPoint:    st.CommitPoint,
-		Stall:          watchdog.StallFromEnv(osLookupEnv, watchdog.StallFromSetting(st.ContentStallTimeoutMS)),
+		ClientFormat: x.format,
+		Events:       exchangeOf(x, cd).Events(),
+		CommitPoint:  st.CommitPoint,
+		Stall:        watchdog.StallFromEnv(osLookupEnv, watchdog.StallFromSetting(st.ContentStallTimeoutMS)),
 		Throughput: watchdog.ThroughputFromEnv(osLookupEnv, watchdog.ThroughputConfig{
 			Enabled:           tw.Enabled,
 			Warmup:            time.Duration(tw.WarmupMS) * time.Millisecond,
@@ -264,12 +231,8 @@ func (s *Server) relayConfig(x *exchange, cd topology.Candidate) relay.Config {
 // the stream ends.
 func (s *Server) streamAttempt(c *fiber.Ctx, x *exchange, cd topology.Candidate, resp *http.Response, cancel context.CancelFunc, t0 time.Time, budget time.Duration) (bool, error) {
 	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: t0}
-	if crossFormat(x.format, cd.Provider) {
-		if x.format == wire.FormatOpenAI {
-			a.Translator = translate.NewAnthropicToOpenAIStream(cd.Model)
-		} else {
-			a.Translator = translate.NewOpenAIToAnthropicStream(cd.Model)
-		}
+	if tr := exchangeOf(x, cd).Stream(cd.Model); tr != nil {
+		a.Translator = tr
 	}
 	stream, fail := relay.Prime(context.Background(), s.relayConfig(x, cd), a)
 	if fail != nil {
@@ -287,7 +250,7 @@ func (s *Server) streamAttempt(c *fiber.Ctx, x *exchange, cd topology.Candidate,
 	}
 	s.setRouteHeaders(c, x, cd)
 	copyResponseHeaders(c, resp.Header)
-	if crossFormat(x.format, cd.Provider) || resp.Header.Get("Content-Type") == "" {
+	if exchangeOf(x, cd).Translated() || resp.Header.Get("Content-Type") == "" {
 		c.Set(fiber.HeaderContentType, "text/event-stream")
 	}
 	c.Set(fiber.HeaderCacheControl, "no-cache")

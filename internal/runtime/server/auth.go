@@ -102,7 +102,7 @@ func (s *Server) adminAuth(c *fiber.Ctx) error {
 		if !s.auth.adminSet {
 			msg = "admin API is disabled: set server.admin_token"
 		}
-		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "unauthorized", Message: msg}, wire.FormatOpenAI)
+		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "unauthorized", Message: msg}, wire.FormatChat)
 	}
 	return c.Next()
 }

@@ -17,9 +17,9 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/orchestrate"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
-	"github.com/breakwater-dev/breakwater/internal/runtime/translate"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -83,9 +83,10 @@ func orchestrated(c *topology.Combo) bool {
 // answer as one well-formed stream.
 func (s *Server) runOrchestration(c *fiber.Ctx, x *exchange, combo *topology.Combo, body []byte) error {
 	oaBody := body
-	if x.format == wire.FormatAnthropic {
+	ex := provider.Translation(x.format, wire.FormatChat)
+	if ex != nil && ex.Translated() {
 		var err error
-		if oaBody, err = translate.AnthropicToOpenAIRequest(body, combo.Name); err != nil {
+		if oaBody, err = ex.Request(body, wire.Request{}, combo.Name); err != nil {
 			var fe *wire.FieldError
 			if errors.As(err, &fe) {
 				return s.answerError(c, x, wire.InvalidRequest(fe.Field, fe.Message))
@@ -129,8 +130,8 @@ func (s *Server) runOrchestration(c *fiber.Ctx, x *exchange, combo *topology.Com
 	if x.stream {
 		return s.sendAsStream(c, x, resp)
 	}
-	if x.format == wire.FormatAnthropic {
-		if resp, err = translate.OpenAIToAnthropicResponse(resp, combo.Name); err != nil {
+	if ex != nil && ex.Translated() {
+		if resp, err = ex.Response(resp, combo.Name); err != nil {
 			return s.answerError(c, x, &wire.APIError{Status: 502, Type: "upstream_error", Code: "translate_error", Message: err.Error()})
 		}
 	}
@@ -183,8 +184,8 @@ func (s *Server) sendAsStream(c *fiber.Ctx, x *exchange, completion []byte) erro
 		chunk(map[string]any{}, finish, doc.Usage),
 		{Data: []byte("[DONE]")},
 	}
-	if x.format == wire.FormatAnthropic {
-		tr := translate.NewOpenAIToAnthropicStream(doc.Model)
+	if ex := provider.Translation(x.format, wire.FormatChat); ex != nil && ex.Translated() {
+		tr := ex.Stream(doc.Model)
 		var out []sse.Event
 		for _, ev := range events {
 			evs, err := tr.Event(ev)
@@ -212,7 +213,7 @@ func (s *Server) sendAsStream(c *fiber.Ctx, x *exchange, completion []byte) erro
 // the full conversation. It reports whether the body was summarised.
 func (s *Server) relayContext(x *exchange, r *comboRoute, cands []topology.Candidate, body []byte) ([]byte, bool) {
 	cr, ok := r.strat.(*strategy.ContextRelay)
-	if !ok || x.session == "" || x.format != wire.FormatOpenAI || len(cands) == 0 || cands[0].Combo != r.combo {
+	if !ok || x.session == "" || x.format != wire.FormatChat || len(cands) == 0 || cands[0].Combo != r.combo {
 		return body, false
 	}
 	if _, moved := cr.Moved(x.sreq[r.combo], r.targets, cands[0].Target); !moved {

@@ -17,8 +17,8 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/affinity"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
-	"github.com/breakwater-dev/breakwater/internal/runtime/translate"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -26,13 +26,13 @@ import (
 // handed to classification.
 const maxErrorBody = 64 << 10
 
-func (s *Server) handleChat(c *fiber.Ctx) error     { return s.proxy(c, wire.FormatOpenAI, false) }
-func (s *Server) handleMessages(c *fiber.Ctx) error { return s.proxy(c, wire.FormatAnthropic, false) }
+func (s *Server) handleChat(c *fiber.Ctx) error     { return s.proxy(c, wire.FormatChat) }
+func (s *Server) handleMessages(c *fiber.Ctx) error { return s.proxy(c, wire.FormatMessages) }
 
 // handleResponses passes OpenAI Responses API calls through to
 // OpenAI-kind providers. A background request is served synchronously,
 // with a warning header.
-func (s *Server) handleResponses(c *fiber.Ctx) error { return s.proxy(c, wire.FormatOpenAI, true) }
+func (s *Server) handleResponses(c *fiber.Ctx) error { return s.proxy(c, wire.FormatResponses) }
 
 // exchange is the state of one client request across its attempts.
 type exchange struct {
@@ -74,8 +74,6 @@ type exchange struct {
 	autoFactors string
 	// rt is the routing view the request started with.
 	rt *routing
-	// responses marks an OpenAI Responses API call.
-	responses bool
 	// extraHeaders are upstream headers set by an on_request plugin.
 	extraHeaders map[string]string
 }
@@ -112,12 +110,12 @@ func (x *exchange) routedModel() string {
 	}
 }
 
-func (s *Server) proxy(c *fiber.Ctx, f wire.Format, responses bool) error {
-	x := &exchange{id: s.nextRequestID(), format: f, start: time.Now(), responses: responses}
+func (s *Server) proxy(c *fiber.Ctx, f wire.Format) error {
+	x := &exchange{id: s.nextRequestID(), format: f, start: time.Now()}
 	c.Set("X-Request-Id", x.id)
 	body := c.Body()
 	parse := wire.Parse
-	if responses {
+	if f == wire.FormatResponses {
 		parse = wire.ParseResponses
 	}
 	req, err := parse(body)
@@ -152,10 +150,10 @@ func (s *Server) proxy(c *fiber.Ctx, f wire.Format, responses bool) error {
 			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", req.Model)})
 	}
 	cands := res.Candidates
-	if responses {
+	if f == wire.FormatResponses {
 		kept := make([]topology.Candidate, 0, len(cands))
 		for _, cd := range cands {
-			if cd.Provider.Kind == topology.KindOpenAI {
+			if cd.Provider.Adapter.Exchange(f) != nil {
 				kept = append(kept, cd)
 			}
 		}
@@ -525,25 +523,13 @@ func (s *Server) pace(x *exchange, cd topology.Candidate, body []byte) {
 }
 
 // buildRequest prepares the upstream request for a candidate.
-func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, cd topology.Candidate, body []byte, stream, responses bool, extra map[string]string) (*http.Request, error) {
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, s.upstreamURL(cd, responses), bytes.NewReader(body))
+func (s *Server) buildRequest(ctx context.Context, c *fiber.Ctx, x *exchange, cd topology.Candidate, body []byte) (*http.Request, error) {
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, exchangeOf(x, cd).URL(cd.Provider.BaseURL), bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("building upstream request for %s: %w", cd.Provider.ID, err)
 	}
-	hreq.Header = s.upstreamHeaders(c, cd, stream, extra)
+	hreq.Header = s.upstreamHeaders(c, x, cd)
 	return hreq, nil
-}
-
-// upstreamURL is the endpoint of a candidate's provider.
-func (s *Server) upstreamURL(cd topology.Candidate, responses bool) string {
-	switch {
-	case responses:
-		return cd.Provider.BaseURL + "/responses"
-	case cd.Provider.Kind == topology.KindAnthropic:
-		return cd.Provider.BaseURL + "/messages"
-	default:
-		return cd.Provider.BaseURL + "/chat/completions"
-	}
 }
 
 // upstreamHeaders are the headers of an upstream request: the
@@ -551,35 +537,29 @@ func (s *Server) upstreamURL(cd topology.Candidate, responses bool) string {
 // client headers is forwarded (never client keys, session or lease
 // headers); an on_request plugin may add or remove headers, never the
 // credential.
-func (s *Server) upstreamHeaders(c *fiber.Ctx, cd topology.Candidate, stream bool, extra map[string]string) http.Header {
+func (s *Server) upstreamHeaders(c *fiber.Ctx, x *exchange, cd topology.Candidate) http.Header {
 	h := make(http.Header, 6)
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", s.ua)
-	if stream {
+	if x.stream {
 		h.Set("Accept", "text/event-stream")
 	} else {
 		h.Set("Accept", "application/json")
 	}
-	for k, v := range extra {
+	for k, v := range x.extraHeaders {
 		if v == "" {
 			h.Del(k)
 		} else {
 			h.Set(k, v)
 		}
 	}
-	if cd.Provider.Kind == topology.KindAnthropic {
-		h.Set("x-api-key", cd.Connection.APIKey)
-		v := strings.Clone(c.Get("anthropic-version"))
-		if v == "" {
-			v = "2023-06-01"
+	var fwd []provider.Header
+	for _, name := range provider.Forwardable() {
+		if v := c.Get(name); v != "" {
+			fwd = append(fwd, provider.Header{Name: name, Value: strings.Clone(v)})
 		}
-		h.Set("anthropic-version", v)
-		if b := strings.Clone(c.Get("anthropic-beta")); b != "" {
-			h.Set("anthropic-beta", b)
-		}
-	} else {
-		h.Set("Authorization", "Bearer "+cd.Connection.APIKey)
 	}
+	cd.Provider.Adapter.SetHeaders(h, cd.Connection.APIKey, fwd)
 	return h
 }
 
@@ -680,13 +660,7 @@ func (s *Server) answerExhausted(c *fiber.Ctx, x *exchange, pool int) error {
 		c.Set("Retry-After", strconv.FormatInt(wire.CeilSeconds(retry), 10))
 	}
 	if len(f.body) > 0 && json.Valid(f.body) {
-		if crossFormat(x.format, f.cand.Provider) {
-			if x.format == wire.FormatOpenAI {
-				f.body = translate.ErrorToOpenAI(status, f.body)
-			} else {
-				f.body = translate.ErrorToAnthropic(status, f.body)
-			}
-		}
+		f.body = exchangeOf(x, f.cand).Error(status, f.body)
 		copyResponseHeaders(c, f.header)
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 		c.Status(status)
@@ -738,12 +712,8 @@ func (s *Server) logAccess(x *exchange, status int, code string) {
 	}
 	total := time.Since(x.start)
 	if s.metrics != nil {
-		endpoint := "chat_completions"
-		if x.format == wire.FormatAnthropic {
-			endpoint = "messages"
-		}
 		model := x.routedModel()
-		s.metrics.Request(endpoint, provider, model, status, code, x.attempts, total, x.upstreamTime)
+		s.metrics.Request(x.format.String(), provider, model, status, code, x.attempts, total, x.upstreamTime)
 	}
 	if !s.access.IsInfo() {
 		return

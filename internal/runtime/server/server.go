@@ -279,10 +279,13 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 }
 
 func formatOf(c *fiber.Ctx) wire.Format {
-	if c.Path() == "/v1/messages" {
-		return wire.FormatAnthropic
+	switch c.Path() {
+	case "/v1/messages":
+		return wire.FormatMessages
+	case "/v1/responses":
+		return wire.FormatResponses
 	}
-	return wire.FormatOpenAI
+	return wire.FormatChat
 }
 
 // writeError answers e in format f.

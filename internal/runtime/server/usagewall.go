@@ -21,7 +21,7 @@ const maxWallRetries = 32
 // when the connection opted into neither feature.
 func wallConfig(cd topology.Candidate) (usagewall.Config, bool) {
 	c := cd.Connection
-	if cd.Provider.Kind != topology.KindAnthropic || (!c.LowPriorityMode && !c.AutoLimitReset) {
+	if !cd.Provider.Adapter.UsageWall() || (!c.LowPriorityMode && !c.AutoLimitReset) {
 		return usagewall.Config{}, false
 	}
 	return usagewall.Config{LowPriorityMode: c.LowPriorityMode, AutoLimitReset: c.AutoLimitReset, OrgUUID: c.OrganizationUUID}, true
@@ -70,8 +70,7 @@ func (s *Server) resetFlow(ctx context.Context, cd topology.Candidate, cfg usage
 		if err != nil {
 			return 0, nil, err
 		}
-		req.Header.Set("x-api-key", cd.Connection.APIKey)
-		req.Header.Set("anthropic-version", "2023-06-01")
+		cd.Provider.Adapter.SetHeaders(req.Header, cd.Connection.APIKey, nil)
 		req.Header.Set("Content-Type", "application/json")
 		resp, err := s.pool.Do(req, route, nil)
 		if err != nil {

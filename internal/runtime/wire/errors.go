@@ -6,14 +6,37 @@ import (
 	"time"
 )
 
-// Format is a client wire format.
-type Format int
+// Format is an API wire format: the one a client speaks, and the one an
+// upstream endpoint speaks. It is the gateway's only format enum; the
+// provider adapters (runtime/provider) map formats to endpoints,
+// translators and stream event readers.
+type Format uint8
 
-// The two client wire formats.
+// The wire formats.
 const (
-	FormatOpenAI Format = iota
-	FormatAnthropic
+	// FormatChat is OpenAI Chat Completions (POST /v1/chat/completions).
+	FormatChat Format = iota
+	// FormatMessages is Anthropic Messages (POST /v1/messages).
+	FormatMessages
+	// FormatResponses is OpenAI Responses (POST /v1/responses).
+	FormatResponses
+	// NumFormats is the number of formats, for tables indexed by Format.
+	NumFormats
 )
+
+// String returns the format's name: chat_completions, messages or
+// responses.
+func (f Format) String() string {
+	switch f {
+	case FormatChat:
+		return "chat_completions"
+	case FormatMessages:
+		return "messages"
+	case FormatResponses:
+		return "responses"
+	}
+	return "unknown"
+}
 
 // APIError is an error answered to a client, in either wire format.
 type APIError struct {
@@ -52,7 +75,9 @@ func CeilSeconds(d time.Duration) int64 {
 	return s
 }
 
-// Body renders the error in the given wire format.
+// Body renders the error in the given wire format: the Anthropic shape
+// {"type": "error", "error": {...}} for FormatMessages, the OpenAI shape
+// {"error": {...}} otherwise.
 func (e *APIError) Body(f Format) []byte {
 	obj := make(map[string]any, 4+len(e.Extra))
 	for k, v := range e.Extra {
@@ -67,7 +92,7 @@ func (e *APIError) Body(f Format) []byte {
 		obj["param"] = e.Param
 	}
 	var doc any
-	if f == FormatAnthropic {
+	if f == FormatMessages {
 		doc = map[string]any{"type": "error", "error": obj}
 	} else {
 		doc = map[string]any{"error": obj}
