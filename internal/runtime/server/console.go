@@ -210,7 +210,7 @@ func (s *Server) consoleSnapshot() consoleState {
 			Breaker: s.eng.BreakerSnapshot(id), WindowGate: s.eng.WindowGateView(id)}
 		profile := engine.ProfileAPIKey
 		if p != nil {
-			ps.Kind, ps.Profile, ps.Models, ps.Configured = string(p.Kind), string(p.Profile), p.Models, true
+			ps.Kind, ps.Profile, ps.Models, ps.Configured = p.Adapter.Kind(), string(p.Profile), p.Models, true
 			profile = p.Profile
 			for _, c := range p.Connections {
 				cs := &connState{ID: c.ID, Ref: c.Ref, Status: engine.TestStatusActive,
