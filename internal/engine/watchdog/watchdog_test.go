@@ -11,37 +11,6 @@ var epoch = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
 
 func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
 
-func env(m map[string]string) func(string) (string, bool) {
-	return func(k string) (string, bool) { v, ok := m[k]; return v, ok }
-}
-
-func TestStallFromEnv(t *testing.T) {
-	base := StallConfig{FirstContent: 90 * time.Second, BetweenContent: 60 * time.Second}
-	tests := []struct {
-		name string
-		env  map[string]string
-		want StallConfig
-	}{
-		{"unset", nil, base},
-		{"override", map[string]string{EnvContentStallTimeout: "15000"}, StallConfig{FirstContent: 15 * time.Second, BetweenContent: 15 * time.Second}},
-		{"spaces", map[string]string{EnvContentStallTimeout: " 2500 "}, StallConfig{FirstContent: ms(2500), BetweenContent: ms(2500)}},
-		{"zero disables", map[string]string{EnvContentStallTimeout: "0"}, StallConfig{Disabled: true}},
-		{"negative ignored", map[string]string{EnvContentStallTimeout: "-5"}, base},
-		{"junk ignored", map[string]string{EnvContentStallTimeout: "fast"}, base},
-		{"float ignored", map[string]string{EnvContentStallTimeout: "1.5"}, base},
-		{"empty ignored", map[string]string{EnvContentStallTimeout: ""}, base},
-		{"overflow ignored", map[string]string{EnvContentStallTimeout: "99999999999999999999"}, base},
-	}
-	for _, tt := range tests {
-		if got := StallFromEnv(env(tt.env), base); got != tt.want {
-			t.Errorf("%s: got %+v, want %+v", tt.name, got, tt.want)
-		}
-	}
-	if got := StallFromEnv(nil, base); got != base {
-		t.Errorf("nil lookup: %+v", got)
-	}
-}
-
 func TestStallFromSetting(t *testing.T) {
 	if got := StallFromSetting(0); got != DefaultStall() {
 		t.Errorf("0 = %+v, want adaptive default", got)
@@ -142,20 +111,6 @@ func TestThroughputNormalize(t *testing.T) {
 	}
 	if d := DefaultThroughput(); d.Enabled || d.Normalize() != d {
 		t.Fatalf("default = %+v", d)
-	}
-}
-
-func TestThroughputFromEnv(t *testing.T) {
-	base := DefaultThroughput()
-	for v, want := range map[string]bool{"true": true, "1": true, "TRUE": true, "false": false, "junk": false, "": false} {
-		if got := ThroughputFromEnv(env(map[string]string{EnvThroughputWatchdogEnabled: v}), base); got.Enabled != want {
-			t.Errorf("%q: enabled %v, want %v", v, got.Enabled, want)
-		}
-	}
-	on := base
-	on.Enabled = true
-	if !ThroughputFromEnv(env(map[string]string{EnvThroughputWatchdogEnabled: "junk"}), on).Enabled {
-		t.Error("junk must leave the base value")
 	}
 }
 

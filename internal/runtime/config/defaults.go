@@ -1,6 +1,8 @@
 package config
 
 import (
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
@@ -180,3 +182,17 @@ func applyResilienceDefaults(r *Resilience) {
 }
 
 func oneOf(v string, set []string) bool { return slices.Contains(set, v) }
+
+// EngineSettings turns the resilience block into engine settings: the
+// engine's defaults overlaid with the block's values, normalised.
+func (r Resilience) EngineSettings() (engine.Settings, error) {
+	patch, err := json.Marshal(r)
+	if err != nil {
+		return engine.Settings{}, fmt.Errorf("encoding resilience settings: %w", err)
+	}
+	s, err := engine.ApplyPatch(engine.DefaultSettings(), patch)
+	if err != nil {
+		return engine.Settings{}, fmt.Errorf("resilience: %w", err)
+	}
+	return s, nil
+}

@@ -34,11 +34,6 @@ const (
 // sends none.
 const defaultAnthropicVersion = "2023-06-01"
 
-// Header is one client header a kind may forward upstream.
-type Header struct {
-	Name, Value string
-}
-
 // Adapter is one provider kind's wire protocol. Get it with ForKind.
 type Adapter struct {
 	kind string
@@ -52,7 +47,7 @@ type Adapter struct {
 	auth func(h http.Header, key string)
 	// forward lists the client headers passed on, with their defaults
 	// ("" = not sent when the client sends none).
-	forward []Header
+	forward []wire.Header
 	// usageWall marks a kind whose subscription accounts have the usage
 	// wall of docs/resilience.md §2b.
 	usageWall bool
@@ -74,7 +69,7 @@ var (
 	anthropic = newAdapter(KindAnthropic, []endpoint{
 		{wire.FormatMessages, "/messages"},
 	}, func(h http.Header, key string) { h.Set("x-api-key", key) },
-		[]Header{{"anthropic-version", defaultAnthropicVersion}, {"anthropic-beta", ""}}, true)
+		[]wire.Header{{Name: "anthropic-version", Value: defaultAnthropicVersion}, {Name: "anthropic-beta"}}, true)
 )
 
 // ForKind returns the adapter of a provider kind (providers[].kind).
@@ -108,7 +103,7 @@ var forwardable = func() []string {
 // newAdapter builds an adapter: a client format the kind has an endpoint
 // for is passed through to it; any other format reaches the first
 // (native) endpoint when the translations table has the pair.
-func newAdapter(kind string, eps []endpoint, auth func(http.Header, string), forward []Header, usageWall bool) *Adapter {
+func newAdapter(kind string, eps []endpoint, auth func(http.Header, string), forward []wire.Header, usageWall bool) *Adapter {
 	a := &Adapter{kind: kind, native: eps[0].format, auth: auth, forward: forward, usageWall: usageWall}
 	for f := range wire.NumFormats {
 		to, path := a.native, eps[0].path
@@ -140,7 +135,7 @@ func (a *Adapter) Exchange(f wire.Format) *Exchange { return a.exchanges[f] }
 // SetHeaders sets the credential key and the forwarded client headers
 // (client; a forwarded header the client did not send takes its default)
 // on an upstream request's headers.
-func (a *Adapter) SetHeaders(h http.Header, key string, client []Header) {
+func (a *Adapter) SetHeaders(h http.Header, key string, client []wire.Header) {
 	a.auth(h, key)
 	for _, fh := range a.forward {
 		v := fh.Value

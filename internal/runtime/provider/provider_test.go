@@ -80,7 +80,7 @@ func TestExchangeEventsFollowTheUpstream(t *testing.T) {
 func TestSetHeaders(t *testing.T) {
 	oa, _ := ForKind(KindOpenAI)
 	h := http.Header{}
-	oa.SetHeaders(h, "sk-1", []Header{{"anthropic-version", "2024-01-01"}})
+	oa.SetHeaders(h, "sk-1", []wire.Header{{Name: "anthropic-version", Value: "2024-01-01"}})
 	if h.Get("Authorization") != "Bearer sk-1" || h.Get("anthropic-version") != "" || h.Get("x-api-key") != "" {
 		t.Fatalf("openai headers %v", h)
 	}
@@ -91,7 +91,7 @@ func TestSetHeaders(t *testing.T) {
 		t.Fatalf("anthropic defaults %v", h)
 	}
 	h = http.Header{}
-	an.SetHeaders(h, "sk-2", []Header{{"anthropic-version", "2024-01-01"}, {"anthropic-beta", "tools-2024"}})
+	an.SetHeaders(h, "sk-2", []wire.Header{{Name: "anthropic-version", Value: "2024-01-01"}, {Name: "anthropic-beta", Value: "tools-2024"}})
 	if h.Get("anthropic-version") != "2024-01-01" || h.Get("anthropic-beta") != "tools-2024" {
 		t.Fatalf("anthropic forwarded %v", h)
 	}

@@ -92,7 +92,7 @@ func (s *Server) handleHealth(c *fiber.Ctx) error {
 		"unavailable_connections": h.UnavailableConnections,
 		"lockouts":                h.Lockouts,
 		"lockouts_by_reason":      h.LockoutsByReason,
-		"admission":               s.adm.Snapshot(),
+		"admission":               s.proxy.Admission().Snapshot(),
 	})
 }
 
@@ -104,7 +104,7 @@ func (s *Server) handleResetBreakers(c *fiber.Ctx) error {
 		return s.adminError(c, e)
 	}
 	if req.Provider != "" {
-		if _, ok := s.routing.Load().topo.Provider(req.Provider); !ok {
+		if _, ok := s.view.Load().routing.Topology.Provider(req.Provider); !ok {
 			return s.adminError(c, badRequest("provider", "unknown provider "+quote(req.Provider)))
 		}
 	}
@@ -138,7 +138,7 @@ func (s *Server) handlePatchResilience(c *fiber.Ctx) error {
 		field, msg := splitFieldError(err.Error())
 		return s.adminError(c, badRequest(field, msg))
 	}
-	s.adm.UpdateSettings(admissionSettings(s.admEnv, st))
+	s.proxy.SettingsChanged(st)
 	return c.JSON(st)
 }
 

@@ -79,7 +79,7 @@ const localsKey = "bw.key"
 // configured the gateway is open (the listener is loopback-only then; the
 // configuration refuses anything else).
 func (s *Server) clientAuth(c *fiber.Ctx) error {
-	if !s.auth.keysExist || s.isInternal(c) {
+	if !s.auth.keysExist {
 		return c.Next()
 	}
 	k := s.auth.lookup(presentedKey(c))

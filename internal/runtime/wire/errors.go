@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 )
@@ -36,6 +37,12 @@ func (f Format) String() string {
 		return "responses"
 	}
 	return "unknown"
+}
+
+// Header is one HTTP header: a request header forwarded upstream or a
+// response header of an answer.
+type Header struct {
+	Name, Value string
 }
 
 // APIError is an error answered to a client, in either wire format.
@@ -107,6 +114,16 @@ func (e *APIError) Body(f Format) []byte {
 // InvalidRequest returns a 400 invalid_request_error naming field.
 func InvalidRequest(field, msg string) *APIError {
 	return &APIError{Status: 400, Type: "invalid_request_error", Code: "invalid_request_error", Param: field, Message: field + ": " + msg}
+}
+
+// InvalidRequestFor returns the 400 of an unusable request body: naming
+// the field of a *FieldError, else field.
+func InvalidRequestFor(err error, field string) *APIError {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return InvalidRequest(fe.Field, fe.Message)
+	}
+	return InvalidRequest(field, err.Error())
 }
 
 // ErrorFields reads {"error": {"code", "type"}} from an upstream error body; a
