@@ -39,22 +39,6 @@ func New(h http.Handler) *Upstream {
 	return &Upstream{h: h, timeouts: upstream.DefaultTimeouts()}
 }
 
-// SetTimeouts replaces the timeouts reported to the gateway (zero fields
-// keep the defaults). Call it before use.
-func (u *Upstream) SetTimeouts(t upstream.Timeouts) {
-	d := upstream.DefaultTimeouts()
-	if t.Connect > 0 {
-		d.Connect = t.Connect
-	}
-	if t.FirstByte > 0 {
-		d.FirstByte = t.FirstByte
-	}
-	if t.Idle > 0 {
-		d.Idle = t.Idle
-	}
-	u.timeouts = d
-}
-
 // Calls returns how many calls were made (Do and DoBuffered).
 func (u *Upstream) Calls() int64 { return u.calls.Load() }
 
