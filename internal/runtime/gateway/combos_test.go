@@ -91,7 +91,7 @@ func TestNestedExecuteComboRoutesWithItsOwnStrategy(t *testing.T) {
 	}
 }
 
-func TestFusionCombo(t *testing.T) {
+func TestFusionJudgeSeesTheSurvivingPanelAnswers(t *testing.T) {
 	h := start(t, comboConfig)
 	h.setScript(`
 rules:
@@ -145,7 +145,7 @@ func TestFusionComboIsOneClientRequest(t *testing.T) {
 	}
 }
 
-func TestPipelineCombo(t *testing.T) {
+func TestPipelineStepGetsThePreviousStepsOutput(t *testing.T) {
 	h := start(t, comboConfig)
 	h.setScript(`rules: [{model: ma, responses: [{text: "DRAFT-ONE"}]}]`)
 	resp := h.post("/v1/chat/completions", chat("steps", ""))
