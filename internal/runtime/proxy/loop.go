@@ -3,13 +3,102 @@ package proxy
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
+
+// Request is one request to the gateway as the loop sees it. It is a plain
+// value: Serve reads it and never modifies it or anything it points to.
+// Its slices and strings must stay valid until the Result is rendered —
+// for a stream, until Stream.Run returns (copy what a framework reuses).
+type Request struct {
+	// ID names the request in logs; the caller sends it as X-Request-Id.
+	ID string
+	// Format is the client's wire format.
+	Format wire.Format
+	// Body is the request body; Parsed holds its routing fields (model,
+	// the stream flag, ...) as wire.Parse or wire.ParseResponses read
+	// them from Body.
+	Body   []byte
+	Parsed wire.Request
+	// Forward holds the client headers a provider kind may forward
+	// upstream (the names of provider.Forwardable that the client sent).
+	Forward []wire.Header
+	// Extra are upstream headers an on_request plugin asked for ("" removes
+	// one); never the credential.
+	Extra map[string]string
+	// Session is the affinity session id, "" for none.
+	Session string
+	// Lease is the session lease the request claims to dispatch under.
+	Lease LeaseClaim
+	// Key is the authenticated client key (zero without client keys).
+	Key leaseapi.KeyInfo
+	// Internal marks a call of an orchestration (a fusion panel member or
+	// judge, a pipeline step, a context-relay summary): it must not
+	// stream, writes no access line and is counted in
+	// breakwater_internal_requests_total, not breakwater_requests_total.
+	Internal bool
+	// Start is when the request arrived, for the access line's total
+	// time; zero means when Serve was called.
+	Start time.Time
+}
+
+// LeaseClaim is what a request's headers say about its session lease
+// (X-Breakwater-Lease-Owner and X-Breakwater-Lease-Generation). The zero
+// value claims none.
+type LeaseClaim struct {
+	Owner, Generation string
+}
+
+// Result is the answer to a Request. Exactly one of Body and Stream
+// carries the content.
+type Result struct {
+	// Status is the HTTP status.
+	Status int
+	// Header lists the response headers to set, in order.
+	Header []wire.Header
+	// Body is the whole answer (nil for a stream).
+	Body []byte
+	// Stream, when set, is a committed stream: send Status and Header,
+	// then call Stream.Run with the response writer (or Stream.Close when
+	// the response cannot be sent). It finalises the request exactly once.
+	Stream *Stream
+	// Route is the route the request took.
+	Route Route
+	// Code is the error code of a failed request ("" on success), as the
+	// access line and metrics record it.
+	Code string
+}
+
+// Route is where a request went: the provider, connection and upstream
+// model of the final attempt (empty when none was made) and the number
+// of upstream attempts.
+type Route struct {
+	Provider, Connection, Model string
+	Attempts                    int
+}
+
+// set adds a response header.
+func (r *Result) set(name, value string) {
+	r.Header = append(r.Header, wire.Header{Name: name, Value: value})
+}
+
+// HeaderValue returns the value of the last header named name, or "".
+// Names compare exactly (the proxy writes canonical names).
+func (r *Result) HeaderValue(name string) string {
+	for i := len(r.Header) - 1; i >= 0; i-- {
+		if r.Header[i].Name == name {
+			return r.Header[i].Value
+		}
+	}
+	return ""
+}
 
 // Serve runs one request to its answer. ctx is the request's context: the
 // caller cancels it when the client goes away or the gateway shuts down,
@@ -262,3 +351,130 @@ func (p *Proxy) pause(ctx context.Context, d time.Duration) bool {
 }
 
 func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
+
+// state is one request's progress through the loop. It is used by the
+// request's goroutine, and by a committed stream's finaliser once Serve
+// has returned.
+type state struct {
+	req    *Request
+	format wire.Format
+	stream bool
+	start  time.Time
+	// rt is the routing view the request started with.
+	rt *Routing
+
+	attempts int
+	// upstreamTime is the time spent waiting on upstream calls.
+	upstreamTime time.Duration
+	excluded     []exclusionEntry
+	last         *failure
+	final        topology.Candidate
+
+	// pinned is the connection ref the affinity session was pinned to when
+	// the request arrived.
+	pinned string
+	// lease is the session lease the request dispatches under (nil =
+	// none); leaseSkips the expiries of other owners' leases that held a
+	// candidate of an unleased request.
+	lease      *leaseContext
+	leaseSkips []time.Time
+	// deadConns are connections a connection-scoped quota outcome ruled
+	// out for the rest of this request.
+	deadConns map[*topology.Connection]bool
+	// failedHard are the candidates (by index) that failed in this request
+	// for a reason a short wait does not cure; later rounds skip them.
+	failedHard map[int]bool
+	// admissionErr is the last local admission refusal.
+	admissionErr *wire.APIError
+
+	// sreq is the strategy request of each combo on the route; sig the
+	// signals of the running combo attempt.
+	sreq  map[*topology.Combo]strategy.Request
+	sig   strategy.Attempt
+	sigOn bool
+	// header holds the response headers decided before the answer
+	// (auto-strategy factors, context relay).
+	header []wire.Header
+}
+
+func (p *Proxy) newState(req *Request) *state {
+	x := &state{req: req, format: req.Format, stream: req.Parsed.Stream, start: req.Start, rt: p.routing.Load()}
+	if x.start.IsZero() {
+		x.start = time.Now()
+	}
+	return x
+}
+
+// exclusionEntry is one candidate the engine excluded, as the 503
+// diagnostics show it.
+type exclusionEntry struct {
+	Provider    string  `json:"provider"`
+	Connection  string  `json:"connection"`
+	Model       string  `json:"model"`
+	Reason      string  `json:"reason"`
+	SecondsLeft float64 `json:"seconds_left"`
+	until       time.Time
+	detail      string
+}
+
+// failure is the last failed attempt of a request.
+type failure struct {
+	cand    topology.Candidate
+	outcome engine.Outcome
+	status  int
+	header  http.Header
+	body    []byte
+}
+
+// routedModel is the model label of the request for metrics: the model
+// the configuration routed to, never a free-form client string.
+func (x *state) routedModel() string {
+	switch {
+	case x.final.Provider != nil:
+		return x.final.Model
+	case x.last != nil:
+		return x.last.cand.Model
+	default:
+		return "other"
+	}
+}
+
+// route is where the request went.
+func (x *state) route() Route {
+	r := Route{Attempts: x.attempts}
+	cd := x.final
+	if cd.Provider == nil && x.last != nil {
+		cd = x.last.cand
+	}
+	if cd.Provider != nil {
+		r.Provider, r.Connection, r.Model = cd.Provider.ID, cd.Connection.ID, cd.Model
+	}
+	return r
+}
+
+// skips lists the request's exclusions for the pre-dispatch decision.
+func (x *state) skips() []strategy.Skip {
+	out := make([]strategy.Skip, 0, len(x.excluded))
+	for _, e := range x.excluded {
+		out = append(out, strategy.Skip{Reason: e.Reason, Detail: e.detail, Until: e.until,
+			Transient: e.Reason == engine.ExclusionModelLockout && strategy.TransientDetail(e.detail)})
+	}
+	return out
+}
+
+// diagnostics describes the request's exclusions for 503 answers.
+func (x *state) diagnostics(pool int, now time.Time) map[string]any {
+	terminal := ""
+	for i := range x.excluded {
+		e := &x.excluded[i]
+		if !e.until.IsZero() {
+			e.SecondsLeft = float64(e.until.Sub(now).Milliseconds()) / 1000
+		}
+		terminal = e.Reason
+	}
+	excluded := x.excluded
+	if excluded == nil {
+		excluded = []exclusionEntry{}
+	}
+	return map[string]any{"pool_size": pool, "attempted": x.attempts, "excluded": excluded, "terminal_reason": terminal}
+}
