@@ -17,10 +17,11 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
-// answer starts a Result with the headers decided along the way.
+// answer starts the request's Result with the headers decided along the
+// way. A request has one Result: it lives in the request's state.
 func (p *Proxy) answer(x *state, status int) *Result {
-	res := &Result{Status: status, Header: make([]wire.Header, 0, len(x.header)+12)}
-	res.Header = append(res.Header, x.header...)
+	res := &x.res
+	*res = Result{Status: status, Header: append(x.hdr[:0], x.header...)}
 	return res
 }
 

@@ -132,7 +132,7 @@ func (p *Proxy) Serve(ctx context.Context, req *Request) *Result {
 }
 
 func (p *Proxy) serve(ctx context.Context, x *state) *Result {
-	req := x.req
+	req := &x.req
 	if req.Internal && req.Parsed.Stream {
 		return p.fail(x, wire.InvalidRequest("stream", "an orchestration call must not stream"))
 	}
@@ -356,7 +356,7 @@ func ms(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
 // request's goroutine, and by a committed stream's finaliser once Serve
 // has returned.
 type state struct {
-	req    *Request
+	req    Request
 	format wire.Format
 	stream bool
 	start  time.Time
@@ -395,10 +395,14 @@ type state struct {
 	// header holds the response headers decided before the answer
 	// (auto-strategy factors, context relay).
 	header []wire.Header
+	// res and hdr hold the request's one Result and its first headers, so
+	// that answering allocates nothing more.
+	res Result
+	hdr [8]wire.Header
 }
 
 func (p *Proxy) newState(req *Request) *state {
-	x := &state{req: req, format: req.Format, stream: req.Parsed.Stream, start: req.Start, rt: p.routing.Load()}
+	x := &state{req: *req, format: req.Format, stream: req.Parsed.Stream, start: req.Start, rt: p.routing.Load()}
 	if x.start.IsZero() {
 		x.start = time.Now()
 	}
