@@ -92,11 +92,7 @@ func newLoop(t *testing.T, cfgYAML, script string) *loop {
 // request builds a client request in format f from a JSON body.
 func (l *loop) request(f wire.Format, body string) *proxy.Request {
 	l.t.Helper()
-	parse := wire.Parse
-	if f == wire.FormatResponses {
-		parse = wire.ParseResponses
-	}
-	parsed, err := parse([]byte(body))
+	parsed, err := wire.ParseFor(f, []byte(body))
 	if err != nil {
 		l.t.Fatalf("request body: %v", err)
 	}

@@ -29,12 +29,8 @@ func (s *Server) handleResponses(c *fiber.Ctx) error { return s.serveClient(c, w
 func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
 	req := &proxy.Request{ID: s.nextRequestID(), Format: f, Body: c.Body(), Start: time.Now()}
 	c.Set("X-Request-Id", req.ID)
-	parse := wire.Parse
-	if f == wire.FormatResponses {
-		parse = wire.ParseResponses
-	}
 	var err error
-	if req.Parsed, err = parse(req.Body); err != nil {
+	if req.Parsed, err = wire.ParseFor(f, req.Body); err != nil {
 		return s.render(c, s.proxy.Reject(req, wire.InvalidRequestFor(err, "body")))
 	}
 	if e := s.onRequest(c, req); e != nil {
@@ -42,7 +38,7 @@ func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
 	}
 	if req.Parsed.Background {
 		req.Body = req.Parsed.WithoutBackground(req.Body)
-		if req.Parsed, err = parse(req.Body); err != nil {
+		if req.Parsed, err = wire.ParseFor(f, req.Body); err != nil {
 			return s.render(c, s.proxy.Reject(req, wire.InvalidRequestFor(err, "background")))
 		}
 		c.Set("X-Breakwater-Warning", "background mode is not supported: the response was served synchronously")
@@ -98,10 +94,7 @@ func (s *Server) onRequest(c *fiber.Ctx, req *proxy.Request) *wire.APIError {
 	}
 	if act.Model != "" && act.Model != req.Parsed.Model {
 		req.Body = req.Parsed.RewriteModel(req.Body, act.Model)
-		parsed, err := wire.Parse(req.Body)
-		if req.Format == wire.FormatResponses {
-			parsed, err = wire.ParseResponses(req.Body)
-		}
+		parsed, err := wire.ParseFor(req.Format, req.Body)
 		if err != nil {
 			return wire.InvalidRequest("model", err.Error())
 		}
