@@ -1,3 +1,3 @@
 module github.com/breakwater-dev/breakwater/sdk
 
-go 1.26
+go 1.24

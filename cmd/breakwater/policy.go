@@ -80,7 +80,7 @@ func newPolicyCommand(g *globalFlags) *cobra.Command {
 			in.ErrorCode, in.ErrorType = wire.ErrorFields([]byte(in.Body))
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			p, err := policies.New(ctx, policies.Options{Dir: dir, Logger: log})
+			p, err := policies.New(ctx, policies.Options{Dir: dir, Logger: log.Named("policies")})
 			if err != nil {
 				return err
 			}

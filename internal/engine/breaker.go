@@ -129,17 +129,7 @@ func (c BreakerConfig) cooldown(k FailureKind) time.Duration {
 // 3 consecutive successes end DEGRADED, the cycle multiplier stops at ×16.
 // An unknown profile gets the apikey defaults.
 func DefaultBreakerConfig(p Profile) BreakerConfig {
-	var c BreakerConfig
-	switch p {
-	case ProfileOAuth:
-		c = BreakerConfig{DegradationThreshold: 5, FailureThreshold: 8, Reset: 60 * time.Second}
-	case ProfileLocal:
-		c = BreakerConfig{FailureThreshold: 2, Reset: 15 * time.Second}
-		c.DegradationThreshold = DerivedDegradationThreshold(c.FailureThreshold)
-	default:
-		c = BreakerConfig{DegradationThreshold: 7, FailureThreshold: 12, Reset: 30 * time.Second}
-	}
-	return c.Normalize()
+	return breakerConfig(DefaultSettings().CircuitBreaker.For(p)).Normalize()
 }
 
 // DerivedDegradationThreshold is ceil(60% of failureThreshold), the

@@ -74,7 +74,8 @@ type Options struct {
 	Clock Clock
 	// Store is required.
 	Store Store
-	// Logger defaults to a null logger.
+	// Logger is the engine's logger, named by the caller ("engine"); nil
+	// discards.
 	Logger hclog.Logger
 	// Settings are the base settings (config file and environment); a
 	// zero value means DefaultSettings(). A persisted patch applies on top.
@@ -185,7 +186,6 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	if e.log == nil {
 		e.log = hclog.NewNullLogger()
 	}
-	e.log = e.log.Named("engine")
 	if e.classifier == nil {
 		e.classifier = DefaultClassifier{}
 	}

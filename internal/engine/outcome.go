@@ -92,6 +92,14 @@ type Outcome struct {
 	RetryHint       time.Duration
 	RetryHintSource string
 
+	// BodyRetryHint is the wait a 429 body stated (a typed
+	// google.rpc.RetryInfo retryDelay, or prose such as "retry after 12s"),
+	// read once by the classification pipeline; zero when there is none.
+	// BodyRetryHintTyped marks the typed form. The request loop hands it to
+	// admission pacing (docs/resilience.md §7) before it records the outcome.
+	BodyRetryHint      time.Duration
+	BodyRetryHintTyped bool
+
 	// ClientRetryAfter, when positive, is the wait told to the client
 	// (Retry-After) when it differs from RetryHint, e.g. the default of a
 	// restatement rule. It never sets an internal cooldown or lockout.

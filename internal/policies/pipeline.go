@@ -18,6 +18,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/topdown"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
@@ -53,7 +54,8 @@ type Options struct {
 	Dir string
 	// Plugins is the WASM plugin hook; nil means none.
 	Plugins PluginHook
-	// Logger defaults to a null logger.
+	// Logger is the pipeline's logger, named by the caller ("policies");
+	// nil discards.
 	Logger hclog.Logger
 	// Clock defaults to engine.SystemClock; it dates reloads and stands in
 	// for ErrorInput.Now when that is zero.
@@ -226,7 +228,6 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if p.log == nil {
 		p.log = hclog.NewNullLogger()
 	}
-	p.log = p.log.Named("policies")
 	if p.clock == nil {
 		p.clock = engine.SystemClock{}
 	}
@@ -490,6 +491,12 @@ func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *t
 	din.Status = status
 	o := engine.DefaultClassifier{}.Classify(din)
 	o.UpstreamStatus = original
+	if o.Status == 429 {
+		// The body's own wait, read here once for admission pacing.
+		if h, ok := admission.ParseBodyRetryHint(in.Body); ok {
+			o.BodyRetryHint, o.BodyRetryHintTyped = h.Wait, h.Typed
+		}
+	}
 	if rs != nil {
 		o.RestatedFrom = original
 		o.ClientRetryAfter = rs.retryAfter

@@ -454,3 +454,28 @@ func TestStatusBuiltin(t *testing.T) {
 		t.Fatalf("status with a missing operator dir: %+v", st)
 	}
 }
+
+// A 429 body's own retry wait is read once, here, into the Outcome (§7):
+// Gemini's typed RetryInfo as typed, prose as untyped; other statuses and
+// bodies without a wait carry none.
+func TestClassifyReadsTheBodyRetryHint(t *testing.T) {
+	f := newFixture(t, Options{})
+	gemini := `{"error":{"code":429,"message":"Quota exceeded for metric: generate_content_free_tier_requests","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.QuotaFailure","violations":[{"quotaMetric":"generativelanguage.googleapis.com/generate_content_free_tier_requests","quotaId":"GenerateRequestsPerDayPerProjectPerModel-FreeTier"}]},{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"86399s"}]}}`
+	for _, tt := range []struct {
+		name   string
+		status int
+		body   string
+		wait   time.Duration
+		typed  bool
+	}{
+		{"typed RetryInfo", 429, gemini, 86399 * time.Second, true},
+		{"prose", 429, `{"error":{"message":"Rate limit reached. Please try again in 1.5s."}}`, 1500 * time.Millisecond, false},
+		{"no wait", 429, `{"error":{"message":"slow down"}}`, 0, false},
+		{"not a 429", 503, gemini, 0, false},
+	} {
+		o := f.p.Classify(failure("gemini", tt.status, tt.body, nil))
+		if o.BodyRetryHint != tt.wait || o.BodyRetryHintTyped != tt.typed {
+			t.Errorf("%s: hint %v typed %v, want %v %v", tt.name, o.BodyRetryHint, o.BodyRetryHintTyped, tt.wait, tt.typed)
+		}
+	}
+}

@@ -1,9 +1,6 @@
 package admission
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
 	"time"
 )
 
@@ -18,14 +15,6 @@ const (
 	MaxBudget = 24 * time.Hour
 	// MaxQueueDepth clamps request_queue.max_queue_depth (0 = unbounded).
 	MaxQueueDepth = 100_000
-)
-
-// Environment variables read by EnvDefaults.
-const (
-	EnvMaxWait          = "RATE_LIMIT_MAX_WAIT_MS"
-	EnvExecutionMaxWait = "RATE_LIMIT_EXECUTION_MAX_WAIT_MS"
-	EnvMaxQueueDepth    = "RATE_LIMIT_MAX_QUEUE_DEPTH"
-	EnvAutoEnable       = "RATE_LIMIT_AUTO_ENABLE"
 )
 
 // Budgets is one precedence layer of the request-queue budgets; a nil field
@@ -73,60 +62,12 @@ func ResolveBudgets(env, persisted, override Budgets) Resolved {
 
 func clampBudget(d time.Duration) time.Duration { return min(max(d, MinBudget), MaxBudget) }
 
-// Defaults is what the environment says (EnvDefaults): the lowest layer of
-// the budgets and the RATE_LIMIT_AUTO_ENABLE override, nil when unset.
+// Defaults is what the environment says (RATE_LIMIT_*, which the
+// configuration reads): the lowest layer of the budgets and the
+// RATE_LIMIT_AUTO_ENABLE override, nil when unset.
 type Defaults struct {
 	Budgets
 	// AutoEnable is RATE_LIMIT_AUTO_ENABLE; when set it wins over the saved
 	// request_queue.auto_enable_api_key_providers.
 	AutoEnable *bool
-}
-
-// EnvDefaults reads RATE_LIMIT_MAX_WAIT_MS, RATE_LIMIT_EXECUTION_MAX_WAIT_MS
-// (integer milliseconds, clamped to 1 ms–24 h), RATE_LIMIT_MAX_QUEUE_DEPTH
-// (integer, clamped to 0..100000) and RATE_LIMIT_AUTO_ENABLE (on/off,
-// true/false, 1/0, case-insensitive) through lookup, normally os.LookupEnv.
-// An unset or empty variable stays nil. A malformed or negative value is
-// reported in the returned errors (one per variable, naming it) and ignored.
-func EnvDefaults(lookup func(string) (string, bool)) (Defaults, []error) {
-	var d Defaults
-	var errs []error
-	get := func(name string) (string, bool) {
-		v, ok := lookup(name)
-		v = strings.TrimSpace(v)
-		return v, ok && v != ""
-	}
-	millis := func(name string) *time.Duration {
-		v, ok := get(name)
-		if !ok {
-			return nil
-		}
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: want a non-negative integer of milliseconds", name, v))
-			return nil
-		}
-		return new(clampBudget(time.Duration(min(n, int64(MaxBudget/time.Millisecond))) * time.Millisecond))
-	}
-	d.MaxWait = millis(EnvMaxWait)
-	d.ExecutionMaxWait = millis(EnvExecutionMaxWait)
-	if v, ok := get(EnvMaxQueueDepth); ok {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			errs = append(errs, fmt.Errorf("%s=%q: want an integer 0..%d", EnvMaxQueueDepth, v, MaxQueueDepth))
-		} else {
-			d.MaxQueueDepth = new(int(min(n, MaxQueueDepth)))
-		}
-	}
-	if v, ok := get(EnvAutoEnable); ok {
-		switch strings.ToLower(v) {
-		case "on", "true", "1":
-			d.AutoEnable = new(true)
-		case "off", "false", "0":
-			d.AutoEnable = new(false)
-		default:
-			errs = append(errs, fmt.Errorf("%s=%q: want on/off, true/false or 1/0", EnvAutoEnable, v))
-		}
-	}
-	return d, errs
 }

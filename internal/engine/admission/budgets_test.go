@@ -73,74 +73,12 @@ func TestResolveBudgets(t *testing.T) {
 	}
 }
 
-func TestEnvDefaults(t *testing.T) {
-	tests := []struct {
-		name       string
-		env        map[string]string
-		maxWait    time.Duration // 0 = unset
-		exec       time.Duration
-		depth      int // -1 = unset
-		auto       string
-		wantErrors int
-	}{
-		{"unset", nil, 0, 0, -1, "", 0},
-		{"values", map[string]string{EnvMaxWait: "5000", EnvExecutionMaxWait: "900000", EnvMaxQueueDepth: "25", EnvAutoEnable: "off"},
-			5 * time.Second, 15 * time.Minute, 25, "false", 0},
-		{"clamps", map[string]string{EnvMaxWait: "0", EnvExecutionMaxWait: "999999999999", EnvMaxQueueDepth: "1000000", EnvAutoEnable: "ON"},
-			time.Millisecond, 24 * time.Hour, 100_000, "true", 0},
-		{"empty is unset", map[string]string{EnvMaxWait: " ", EnvAutoEnable: ""}, 0, 0, -1, "", 0},
-		{"true/1/false/0", map[string]string{EnvAutoEnable: "1"}, 0, 0, -1, "true", 0},
-		{"false", map[string]string{EnvAutoEnable: "False"}, 0, 0, -1, "false", 0},
-		{"zero", map[string]string{EnvAutoEnable: "0"}, 0, 0, -1, "false", 0},
-		{"malformed", map[string]string{EnvMaxWait: "30s", EnvExecutionMaxWait: "-1", EnvMaxQueueDepth: "many", EnvAutoEnable: "maybe"},
-			0, 0, -1, "", 4},
-	}
-	for _, tt := range tests {
-		d, errs := EnvDefaults(func(k string) (string, bool) { v, ok := tt.env[k]; return v, ok })
-		if len(errs) != tt.wantErrors {
-			t.Errorf("%s: errors %v, want %d", tt.name, errs, tt.wantErrors)
-		}
-		for _, err := range errs {
-			if !strings.Contains(err.Error(), "RATE_LIMIT_") {
-				t.Errorf("%s: error %q does not name the variable", tt.name, err)
-			}
-		}
-		check := func(field string, got *time.Duration, want time.Duration) {
-			switch {
-			case want == 0 && got != nil:
-				t.Errorf("%s: %s = %v, want unset", tt.name, field, *got)
-			case want != 0 && (got == nil || *got != want):
-				t.Errorf("%s: %s = %v, want %v", tt.name, field, got, want)
-			}
-		}
-		check("MaxWait", d.MaxWait, tt.maxWait)
-		check("ExecutionMaxWait", d.ExecutionMaxWait, tt.exec)
-		switch {
-		case tt.depth < 0 && d.MaxQueueDepth != nil:
-			t.Errorf("%s: depth = %d, want unset", tt.name, *d.MaxQueueDepth)
-		case tt.depth >= 0 && (d.MaxQueueDepth == nil || *d.MaxQueueDepth != tt.depth):
-			t.Errorf("%s: depth = %v, want %d", tt.name, d.MaxQueueDepth, tt.depth)
-		}
-		got := ""
-		if d.AutoEnable != nil {
-			got = map[bool]string{true: "true", false: "false"}[*d.AutoEnable]
-		}
-		if got != tt.auto {
-			t.Errorf("%s: AutoEnable = %q, want %q", tt.name, got, tt.auto)
-		}
-	}
-}
-
 // TestBudgetPrecedenceThroughManager checks env < persisted < override on
 // the effective per-connection budgets.
 func TestBudgetPrecedenceThroughManager(t *testing.T) {
-	env, errs := EnvDefaults(func(k string) (string, bool) {
-		v, ok := map[string]string{EnvMaxWait: "10000", EnvExecutionMaxWait: "120000", EnvMaxQueueDepth: "40"}[k]
-		return v, ok
-	})
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
+	// RATE_LIMIT_MAX_WAIT_MS=10000, RATE_LIMIT_EXECUTION_MAX_WAIT_MS=120000
+	// and RATE_LIMIT_MAX_QUEUE_DEPTH=40, as the configuration reads them.
+	env := Defaults{Budgets: Budgets{MaxWait: new(10 * time.Second), ExecutionMaxWait: new(120 * time.Second), MaxQueueDepth: new(40)}}
 	s := SettingsFrom(env, Budgets{MaxWait: new(20 * time.Second)}, true, true)
 	plain := apikey("p", "plain")
 	over := apikey("p", "over")

@@ -1,15 +1,8 @@
 package watchdog
 
 import (
-	"strconv"
-	"strings"
 	"time"
 )
-
-// EnvContentStallTimeout names the environment variable that overrides the
-// content-stall budget, in milliseconds: a positive value sets both budgets,
-// 0 disables the watchdog, junk or a negative value is ignored.
-const EnvContentStallTimeout = "STREAM_CONTENT_STALL_TIMEOUT_MS"
 
 // Default content-stall budgets (docs/resilience.md §9, "adaptive"):
 //
@@ -45,34 +38,11 @@ func DefaultStall() StallConfig {
 
 // StallFromSetting maps the stream_recovery.content_stall_timeout_ms
 // setting: 0 or less is the adaptive default, a positive value is one
-// budget for both phases. (The setting cannot disable the watchdog; the
-// environment override can.)
+// budget for both phases. (The setting cannot disable the watchdog;
+// STREAM_CONTENT_STALL_TIMEOUT_MS=0 can: StallConfig.Disabled.)
 func StallFromSetting(ms int64) StallConfig {
 	if ms <= 0 {
 		return DefaultStall()
-	}
-	d := time.Duration(ms) * time.Millisecond
-	return StallConfig{FirstContent: d, BetweenContent: d}
-}
-
-// StallFromEnv applies the STREAM_CONTENT_STALL_TIMEOUT_MS override read
-// through lookup (os.LookupEnv in production) to base: a positive integer
-// sets both budgets to that many milliseconds, 0 disables the watchdog, and
-// an unset, empty, non-integer or negative value leaves base unchanged.
-func StallFromEnv(lookup func(string) (string, bool), base StallConfig) StallConfig {
-	if lookup == nil {
-		return base
-	}
-	v, ok := lookup(EnvContentStallTimeout)
-	if !ok {
-		return base
-	}
-	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
-	if err != nil || ms < 0 || ms > int64(time.Duration(1<<62)/time.Millisecond) {
-		return base
-	}
-	if ms == 0 {
-		return StallConfig{Disabled: true}
 	}
 	d := time.Duration(ms) * time.Millisecond
 	return StallConfig{FirstContent: d, BetweenContent: d}

@@ -1,15 +1,8 @@
 package watchdog
 
 import (
-	"strconv"
-	"strings"
 	"time"
 )
-
-// EnvThroughputWatchdogEnabled names the environment variable that turns
-// the throughput watchdog on ("true") or off ("false"); other values are
-// ignored.
-const EnvThroughputWatchdogEnabled = "STREAM_THROUGHPUT_WATCHDOG_ENABLED"
 
 // ReasonThroughputTooLow is the abort reason of the throughput watchdog.
 const ReasonThroughputTooLow = "throughput_too_low"
@@ -51,21 +44,6 @@ func (c ThroughputConfig) Normalize() ThroughputConfig {
 	c.MinBytesPerSecond = max(c.MinBytesPerSecond, 1)
 	c.MinBytes = max(c.MinBytes, 1)
 	return c
-}
-
-// ThroughputFromEnv applies STREAM_THROUGHPUT_WATCHDOG_ENABLED read through
-// lookup (os.LookupEnv in production) to base: a boolean ("true", "1",
-// "false", ...) sets Enabled; anything else leaves base unchanged.
-func ThroughputFromEnv(lookup func(string) (string, bool), base ThroughputConfig) ThroughputConfig {
-	if lookup == nil {
-		return base
-	}
-	if v, ok := lookup(EnvThroughputWatchdogEnabled); ok {
-		if on, err := strconv.ParseBool(strings.TrimSpace(v)); err == nil {
-			base.Enabled = on
-		}
-	}
-	return base
 }
 
 type sample struct {

@@ -67,7 +67,8 @@ func ReadSecretFile(path string) ([]byte, error) {
 	return regfile.Read(path, MaxSecretBytes)
 }
 
-// ParseWithOptions decodes data, applies the environment overrides, fills
+// ParseWithOptions decodes data, applies the environment overrides (the
+// BREAKWATER_* settings, and the plain variables of Env), fills
 // defaults (ApplyDefaults) and validates. Steps: unknown keys, wrong types and
 // unresolvable secrets are collected while decoding; the overrides apply
 // after the file and before validation; empty override variables are
@@ -85,6 +86,7 @@ func ParseWithOptions(data []byte, filename string, opts Options) (*Config, erro
 	c := &Config{}
 	d.decodeDocument(data, c)
 	d.applyEnv(c)
+	d.readEnv(c)
 	if d.fatal {
 		return nil, finish(d.errs)
 	}

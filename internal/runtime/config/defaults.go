@@ -1,11 +1,12 @@
 package config
 
-import "slices"
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
 
-// Provider kinds (wire formats).
-const (
-	KindOpenAI    = "openai"
-	KindAnthropic = "anthropic"
+	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 )
 
 // Provider profiles; a profile picks the resilience defaults.
@@ -51,8 +52,9 @@ var bundleAlgorithms = []string{"RS256", "RS384", "RS512", "PS256", "PS384", "PS
 // pluginHooks lists the plugin hook names.
 var pluginHooks = []string{"restate", "classify", "on_request", "route"}
 
-// kinds lists the accepted provider kinds. The lists below are read-only.
-var kinds = []string{KindOpenAI, KindAnthropic}
+// kinds lists the accepted provider kinds: those with an adapter. The lists
+// below are read-only.
+var kinds = provider.Kinds()
 
 // profiles lists the accepted provider profiles.
 var profiles = []string{ProfileAPIKey, ProfileOAuth, ProfileLocal}
@@ -66,40 +68,6 @@ var strategies = []string{
 	"strict-random", "least-used", "cost-optimized", "reset-aware",
 	"reset-window", "headroom", "quota-weighted", "lkgp", "context-optimized",
 	"cache-optimized", "context-relay", "auto", "fusion", "pipeline",
-}
-
-// defaultBreakers are the circuit breaker thresholds per profile (§1). A zero
-// DegradationThreshold is derived: ceil(60% of FailureThreshold).
-func defaultBreakers() map[string]BreakerProfile {
-	return map[string]BreakerProfile{
-		ProfileAPIKey: {DegradationThreshold: 7, FailureThreshold: 12, ResetMS: 30000},
-		ProfileOAuth:  {DegradationThreshold: 5, FailureThreshold: 8, ResetMS: 60000},
-		ProfileLocal:  {FailureThreshold: 2, ResetMS: 15000},
-	}
-}
-
-// Breaker defaults common to every profile (§1, amendments).
-const (
-	DefaultDegradedExitSuccesses = 3
-	DefaultMaxBackoffMultiplier  = 16
-)
-
-// defaultGates are the window gate settings per profile (§1b).
-func defaultGates() map[string]GateProfile {
-	return map[string]GateProfile{
-		ProfileAPIKey: {FailureThreshold: 15, FailureWindowMS: 1800000, CooldownMS: 600000},
-		ProfileOAuth:  {FailureThreshold: 10, FailureWindowMS: 900000, CooldownMS: 300000},
-		ProfileLocal:  {FailureThreshold: 2, FailureWindowMS: 300000, CooldownMS: 60000},
-	}
-}
-
-// defaultCooldowns are the connection cooldown settings per profile (§2).
-func defaultCooldowns() map[string]CooldownProfile {
-	return map[string]CooldownProfile{
-		ProfileAPIKey: {BaseMS: 3000, MaxBackoffLevel: 5},
-		ProfileOAuth:  {BaseMS: 5000, MaxBackoffLevel: 8},
-		ProfileLocal:  {BaseMS: 2000, MaxBackoffLevel: 3},
-	}
 }
 
 func boolPtr(b bool) *bool { return &b }
@@ -165,86 +133,91 @@ func setDefaultBool(p **bool, def bool) {
 	}
 }
 
+// applyResilienceDefaults fills the resilience block from the engine's
+// defaults (engine.DefaultSettings), the one place they are written.
 func applyResilienceDefaults(r *Resilience) {
+	def := engine.DefaultSettings()
 	if r.CircuitBreaker == nil {
 		r.CircuitBreaker = make(map[string]BreakerProfile)
 	}
-	for name, def := range defaultBreakers() {
-		b := r.CircuitBreaker[name]
-		setDefault(&b.FailureThreshold, def.FailureThreshold)
-		setDefault(&b.ResetMS, def.ResetMS)
-		setDefault(&b.DegradedExitSuccesses, DefaultDegradedExitSuccesses)
-		setDefault(&b.MaxBackoffMultiplier, DefaultMaxBackoffMultiplier)
-		if b.DegradationThreshold == 0 {
-			b.DegradationThreshold = def.DegradationThreshold
-			if b.DegradationThreshold == 0 || b.DegradationThreshold >= b.FailureThreshold {
-				b.DegradationThreshold = DerivedDegradationThreshold(b.FailureThreshold)
-			}
-		}
-		r.CircuitBreaker[name] = b
-	}
-
 	if r.ConnectionCooldown == nil {
 		r.ConnectionCooldown = make(map[string]CooldownProfile)
 	}
-	for name, def := range defaultCooldowns() {
+	for _, name := range profiles {
+		bd := def.CircuitBreaker.For(engine.Profile(name))
+		b := r.CircuitBreaker[name]
+		setDefault(&b.FailureThreshold, bd.FailureThreshold)
+		setDefault(&b.ResetMS, bd.ResetMS)
+		setDefault(&b.DegradedExitSuccesses, bd.DegradedExitSuccesses)
+		setDefault(&b.MaxBackoffMultiplier, bd.MaxBackoffMultiplier)
+		if b.DegradationThreshold == 0 {
+			b.DegradationThreshold = bd.DegradationThreshold
+			if b.DegradationThreshold == 0 || b.DegradationThreshold >= b.FailureThreshold {
+				b.DegradationThreshold = engine.DerivedDegradationThreshold(b.FailureThreshold)
+			}
+		}
+		r.CircuitBreaker[name] = b
+
+		cdd := def.ConnectionCooldown.For(engine.Profile(name))
 		cd := r.ConnectionCooldown[name]
-		setDefault(&cd.BaseMS, def.BaseMS)
-		setDefault(&cd.MaxBackoffLevel, def.MaxBackoffLevel)
+		setDefault(&cd.BaseMS, cdd.BaseMS)
+		setDefault(&cd.MaxBackoffLevel, cdd.MaxBackoffLevel)
 		r.ConnectionCooldown[name] = cd
 	}
 
 	pc := &r.ProviderCooldown
-	gates := defaultGates()
 	for name, g := range map[string]*GateProfile{ProfileAPIKey: &pc.APIKey, ProfileOAuth: &pc.OAuth, ProfileLocal: &pc.Local} {
-		def := gates[name]
-		setDefault(&g.FailureThreshold, def.FailureThreshold)
-		setDefault(&g.FailureWindowMS, def.FailureWindowMS)
-		setDefault(&g.CooldownMS, def.CooldownMS)
+		gd := def.ProviderCooldown.For(engine.Profile(name))
+		setDefault(&g.FailureThreshold, gd.FailureThreshold)
+		setDefault(&g.FailureWindowMS, gd.FailureWindowMS)
+		setDefault(&g.CooldownMS, gd.CooldownMS)
 	}
 
-	setDefaultBool(&r.StreamStallCooldown.Enabled, false)
+	setDefaultBool(&r.StreamStallCooldown.Enabled, def.StreamStallCooldown.Enabled)
 
-	ml := &r.ModelLockout
+	ml, mld := &r.ModelLockout, def.ModelLockout
 	if ml.ErrorCodes == nil {
-		ml.ErrorCodes = []int{403, 404, 429, 502, 503, 504}
+		ml.ErrorCodes = slices.Clone(mld.ErrorCodes)
 	}
-	setDefault(&ml.BaseCooldownMS, 120000)
-	setDefault(&ml.MaxCooldownMS, 1800000)
-	setDefault(&ml.MaxBackoffSteps, 10)
-	setDefaultBool(&ml.UseExponentialBackoff, true)
+	setDefault(&ml.BaseCooldownMS, mld.BaseCooldownMS)
+	setDefault(&ml.MaxCooldownMS, mld.MaxCooldownMS)
+	setDefault(&ml.MaxBackoffSteps, mld.MaxBackoffSteps)
+	setDefaultBool(&ml.UseExponentialBackoff, mld.UseExponentialBackoff)
 
-	cw := &r.ComboCooldownWait
-	setDefaultBool(&cw.Enabled, true)
-	setDefault(&cw.MaxWaitMS, 5000)
-	setDefault(&cw.MaxAttempts, 2)
-	setDefault(&cw.BudgetMS, 8000)
+	cw, cwd := &r.ComboCooldownWait, def.ComboCooldownWait
+	setDefaultBool(&cw.Enabled, cwd.Enabled)
+	setDefault(&cw.MaxWaitMS, cwd.MaxWaitMS)
+	setDefault(&cw.MaxAttempts, cwd.MaxAttempts)
+	setDefault(&cw.BudgetMS, cwd.BudgetMS)
 
-	rq := &r.RequestQueue
-	setDefault(&rq.MaxWaitMS, 30000)
-	setDefault(&rq.ExecutionMaxWaitMS, 600000)
-	setDefaultBool(&rq.AutoEnableAPIKeyProviders, true)
+	rq, rqd := &r.RequestQueue, def.RequestQueue
+	setDefault(&rq.MaxWaitMS, rqd.MaxWaitMS)
+	setDefault(&rq.ExecutionMaxWaitMS, rqd.ExecutionMaxWaitMS)
+	setDefaultBool(&rq.AutoEnableAPIKeyProviders, rqd.AutoEnableAPIKeyProviders)
 
-	setDefaultBool(&r.QuotaShareConcurrencyLimit.Enabled, true)
+	setDefaultBool(&r.QuotaShareConcurrencyLimit.Enabled, def.QuotaShareConcurrencyLimit.Enabled)
 
-	tw := &r.StreamRecovery.ThroughputWatchdog
-	setDefault(&tw.WarmupMS, 5000)
-	setDefault(&tw.WindowMS, 10000)
-	setDefault(&tw.MinUsefulBytesPerSecond, 8)
-	setDefault(&tw.MinUsefulBytes, 64)
+	tw, twd := &r.StreamRecovery.ThroughputWatchdog, def.StreamRecovery.ThroughputWatchdog
+	setDefault(&tw.WarmupMS, twd.WarmupMS)
+	setDefault(&tw.WindowMS, twd.WindowMS)
+	setDefault(&tw.MinUsefulBytesPerSecond, twd.MinUsefulBytesPerSecond)
+	setDefault(&tw.MinUsefulBytes, twd.MinUsefulBytes)
 
-	setDefault(&r.MaxAttemptsPerRequest, 10)
-}
-
-// DerivedDegradationThreshold returns the degraded threshold derived from an
-// open threshold, ceil(60% of failureThreshold) as docs/resilience.md §1 says for
-// the local profile (2 for the default of 2: no separate degraded stage).
-// The engine's normalisation may clamp it further.
-func DerivedDegradationThreshold(failureThreshold int) int {
-	if failureThreshold <= 0 {
-		return 0
-	}
-	return (failureThreshold*6 + 9) / 10
+	setDefault(&r.MaxAttemptsPerRequest, def.MaxAttemptsPerRequest)
 }
 
 func oneOf(v string, set []string) bool { return slices.Contains(set, v) }
+
+// EngineSettings turns the resilience block into engine settings: the
+// engine's defaults overlaid with the block's values, normalised.
+func (r Resilience) EngineSettings() (engine.Settings, error) {
+	patch, err := json.Marshal(r)
+	if err != nil {
+		return engine.Settings{}, fmt.Errorf("encoding resilience settings: %w", err)
+	}
+	s, err := engine.ApplyPatch(engine.DefaultSettings(), patch)
+	if err != nil {
+		return engine.Settings{}, fmt.Errorf("resilience: %w", err)
+	}
+	return s, nil
+}

@@ -243,3 +243,105 @@ func parseEnvBool(raw string) (bool, error) {
 	}
 	return false, fmt.Errorf("expected a boolean: true or false (got %q)", raw)
 }
+
+// Plain environment variables the specification names beside the
+// BREAKWATER_* overrides (docs/configuration.md). They are read once, by
+// Parse and Load, into Config.Env.
+const (
+	EnvRateLimitMaxWait          = "RATE_LIMIT_MAX_WAIT_MS"
+	EnvRateLimitExecutionMaxWait = "RATE_LIMIT_EXECUTION_MAX_WAIT_MS"
+	EnvRateLimitMaxQueueDepth    = "RATE_LIMIT_MAX_QUEUE_DEPTH"
+	EnvRateLimitAutoEnable       = "RATE_LIMIT_AUTO_ENABLE"
+	EnvStreamContentStall        = "STREAM_CONTENT_STALL_TIMEOUT_MS"
+	EnvStreamThroughputWatchdog  = "STREAM_THROUGHPUT_WATCHDOG_ENABLED"
+)
+
+// Env is what the plain environment variables say. A nil field is unset.
+// The request queue budgets are the lowest layer of docs/resilience.md §7
+// (env default < persisted setting < per-connection override); the stream
+// variables win over the stream_recovery settings.
+type Env struct {
+	// RateLimitMaxWaitMS is RATE_LIMIT_MAX_WAIT_MS, the default of
+	// request_queue.max_wait_ms.
+	RateLimitMaxWaitMS *int64
+	// RateLimitExecutionMaxWaitMS is RATE_LIMIT_EXECUTION_MAX_WAIT_MS, the
+	// default of request_queue.execution_max_wait_ms.
+	RateLimitExecutionMaxWaitMS *int64
+	// RateLimitMaxQueueDepth is RATE_LIMIT_MAX_QUEUE_DEPTH, the default of
+	// request_queue.max_queue_depth.
+	RateLimitMaxQueueDepth *int
+	// RateLimitAutoEnable is RATE_LIMIT_AUTO_ENABLE; it wins over the saved
+	// request_queue.auto_enable_api_key_providers.
+	RateLimitAutoEnable *bool
+	// StreamContentStallTimeoutMS is STREAM_CONTENT_STALL_TIMEOUT_MS: a
+	// positive value is both content-stall budgets, 0 disables the
+	// watchdog.
+	StreamContentStallTimeoutMS *int64
+	// StreamThroughputWatchdog is STREAM_THROUGHPUT_WATCHDOG_ENABLED.
+	StreamThroughputWatchdog *bool
+	// Ignored describes each variable whose value was ignored, as the
+	// specification asks for junk in STREAM_CONTENT_STALL_TIMEOUT_MS; the
+	// gateway logs them at start.
+	Ignored []string
+}
+
+// readEnv resolves the plain environment variables into c.Env. A value
+// that does not parse is an error naming the variable and the setting it
+// gives the default of, except STREAM_CONTENT_STALL_TIMEOUT_MS, whose junk
+// or negative values are ignored (docs/resilience.md §9).
+func (d *decoder) readEnv(c *Config) {
+	get := func(name string) (string, bool) {
+		v, ok := d.lookupEnv(name)
+		v = strings.TrimSpace(v)
+		return v, ok && v != ""
+	}
+	fail := func(name, path, want, raw string) {
+		d.errs = append(d.errs, FieldError{Path: path,
+			Message: fmt.Sprintf("environment variable %s: expected %s (got %q)", name, want, raw)})
+	}
+	millis := func(name, path string) *int64 {
+		raw, ok := get(name)
+		if !ok {
+			return nil
+		}
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 0 || n > dayMS {
+			fail(name, path, fmt.Sprintf("an integer of milliseconds between 0 and %d", dayMS), raw)
+			return nil
+		}
+		return &n
+	}
+	e := &c.Env
+	e.RateLimitMaxWaitMS = millis(EnvRateLimitMaxWait, "resilience.request_queue.max_wait_ms")
+	e.RateLimitExecutionMaxWaitMS = millis(EnvRateLimitExecutionMaxWait, "resilience.request_queue.execution_max_wait_ms")
+	if raw, ok := get(EnvRateLimitMaxQueueDepth); ok {
+		n, err := strconv.Atoi(raw)
+		if err != nil || n < 0 || n > maxQueueDepth {
+			fail(EnvRateLimitMaxQueueDepth, "resilience.request_queue.max_queue_depth", fmt.Sprintf("an integer between 0 and %d", maxQueueDepth), raw)
+		} else {
+			e.RateLimitMaxQueueDepth = &n
+		}
+	}
+	boolean := func(name, path string) *bool {
+		raw, ok := get(name)
+		if !ok {
+			return nil
+		}
+		b, err := parseEnvBool(raw)
+		if err != nil {
+			fail(name, path, "a boolean: true or false, on or off, 1 or 0", raw)
+			return nil
+		}
+		return &b
+	}
+	e.RateLimitAutoEnable = boolean(EnvRateLimitAutoEnable, "resilience.request_queue.auto_enable_api_key_providers")
+	e.StreamThroughputWatchdog = boolean(EnvStreamThroughputWatchdog, "resilience.stream_recovery.throughput_watchdog.enabled")
+	if raw, ok := get(EnvStreamContentStall); ok {
+		n, err := strconv.ParseInt(raw, 10, 64)
+		if err != nil || n < 0 || n > dayMS {
+			e.Ignored = append(e.Ignored, fmt.Sprintf("%s=%q ignored: not an integer of milliseconds between 0 and %d", EnvStreamContentStall, raw, dayMS))
+		} else {
+			e.StreamContentStallTimeoutMS = &n
+		}
+	}
+}

@@ -112,6 +112,21 @@ func TestEnvOverrideErrors(t *testing.T) {
 		{"value invalid after override", map[string]string{"BREAKWATER_SERVER_LISTEN": "0.0.0.0:8080"},
 			"server.listen",
 			"is not a loopback address and no client keys are configured: the gateway would accept unauthenticated requests from the network; listen on 127.0.0.1/::1/localhost or add client keys (set by environment variable BREAKWATER_SERVER_LISTEN)"},
+		{"junk queue budget", map[string]string{"RATE_LIMIT_MAX_WAIT_MS": "30s"},
+			"resilience.request_queue.max_wait_ms",
+			`environment variable RATE_LIMIT_MAX_WAIT_MS: expected an integer of milliseconds between 0 and 86400000 (got "30s")`},
+		{"negative execution budget", map[string]string{"RATE_LIMIT_EXECUTION_MAX_WAIT_MS": "-1"},
+			"resilience.request_queue.execution_max_wait_ms",
+			`environment variable RATE_LIMIT_EXECUTION_MAX_WAIT_MS: expected an integer of milliseconds`},
+		{"queue depth over the clamp", map[string]string{"RATE_LIMIT_MAX_QUEUE_DEPTH": "100001"},
+			"resilience.request_queue.max_queue_depth",
+			`environment variable RATE_LIMIT_MAX_QUEUE_DEPTH: expected an integer between 0 and 100000 (got "100001")`},
+		{"junk auto-enable", map[string]string{"RATE_LIMIT_AUTO_ENABLE": "sometimes"},
+			"resilience.request_queue.auto_enable_api_key_providers",
+			`environment variable RATE_LIMIT_AUTO_ENABLE: expected a boolean`},
+		{"junk throughput switch", map[string]string{"STREAM_THROUGHPUT_WATCHDOG_ENABLED": "yes please"},
+			"resilience.stream_recovery.throughput_watchdog.enabled",
+			`environment variable STREAM_THROUGHPUT_WATCHDOG_ENABLED: expected a boolean`},
 		{"range after override", map[string]string{"BREAKWATER_CIRCUIT_BREAKER_APIKEY_FAILURE_THRESHOLD": "1001"},
 			"resilience.circuit_breaker.apikey.failure_threshold",
 			"must be between 1 and 1000 (got 1001) (set by environment variable BREAKWATER_CIRCUIT_BREAKER_APIKEY_FAILURE_THRESHOLD)"},
@@ -136,6 +151,35 @@ func TestEnvOverrideErrors(t *testing.T) {
 			}
 			t.Errorf("no error containing %q in:\n%v", tc.msg, err)
 		})
+	}
+}
+
+// The plain variables are read once with the file into Config.Env; junk in
+// STREAM_CONTENT_STALL_TIMEOUT_MS is ignored (docs/resilience.md §9) and
+// reported for the log, not refused.
+func TestPlainEnvironmentVariables(t *testing.T) {
+	c := mustParse(t, "server: {}\n", map[string]string{
+		"RATE_LIMIT_MAX_WAIT_MS":             "5000",
+		"RATE_LIMIT_EXECUTION_MAX_WAIT_MS":   " 900000 ",
+		"RATE_LIMIT_MAX_QUEUE_DEPTH":         "0",
+		"RATE_LIMIT_AUTO_ENABLE":             "off",
+		"STREAM_CONTENT_STALL_TIMEOUT_MS":    "0",
+		"STREAM_THROUGHPUT_WATCHDOG_ENABLED": "true",
+	})
+	e := c.Env
+	if *e.RateLimitMaxWaitMS != 5000 || *e.RateLimitExecutionMaxWaitMS != 900000 || *e.RateLimitMaxQueueDepth != 0 ||
+		*e.RateLimitAutoEnable || *e.StreamContentStallTimeoutMS != 0 || !*e.StreamThroughputWatchdog || len(e.Ignored) != 0 {
+		t.Fatalf("env = %+v", e)
+	}
+	c = mustParse(t, "server: {}\n", map[string]string{"RATE_LIMIT_MAX_WAIT_MS": ""})
+	if c.Env.RateLimitMaxWaitMS != nil || c.Env.RateLimitAutoEnable != nil || c.Env.StreamContentStallTimeoutMS != nil {
+		t.Fatalf("unset or empty variables must stay nil: %+v", c.Env)
+	}
+	for _, junk := range []string{"soon", "-5"} {
+		c = mustParse(t, "server: {}\n", map[string]string{"STREAM_CONTENT_STALL_TIMEOUT_MS": junk})
+		if c.Env.StreamContentStallTimeoutMS != nil || len(c.Env.Ignored) != 1 || !strings.Contains(c.Env.Ignored[0], "STREAM_CONTENT_STALL_TIMEOUT_MS") {
+			t.Errorf("%q: env %+v", junk, c.Env)
+		}
 	}
 }
 

@@ -11,6 +11,9 @@ type Config struct {
 	Resilience Resilience `yaml:"resilience" json:"resilience"`
 	Policies   Policies   `yaml:"policies" json:"policies"`
 	Plugins    []Plugin   `yaml:"plugins" json:"plugins"`
+	// Env holds the plain environment variables read with the file; it is
+	// not part of the file.
+	Env Env `yaml:"-" json:"-"`
 }
 
 // Server configures the listener and the admin API.

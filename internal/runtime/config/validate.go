@@ -9,16 +9,22 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
+	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 )
 
-// Limits used by validation, in milliseconds unless named otherwise.
+// Limits used by validation, in milliseconds unless named otherwise; the
+// engine's clamps where it has them.
 const (
 	dayMS             = 86400000
-	maxComboWaitMS    = 30000
-	maxComboAttempts  = 10
-	maxQueueDepth     = 100000
+	maxComboWaitMS    = int64(strategy.MaxWaitCeiling / time.Millisecond)
+	maxComboAttempts  = strategy.MaxAttemptsCeiling
+	maxQueueDepth     = admission.MaxQueueDepth
 	maxAttemptsLimit  = 100
-	maxBreakerFailure = 1000
+	maxBreakerFailure = engine.MaxBreakerFailureThreshold
 )
 
 // validator checks a defaulted Config and collects every problem, locating

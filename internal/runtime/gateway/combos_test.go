@@ -91,7 +91,7 @@ func TestNestedExecuteComboRoutesWithItsOwnStrategy(t *testing.T) {
 	}
 }
 
-func TestFusionCombo(t *testing.T) {
+func TestFusionJudgeSeesTheSurvivingPanelAnswers(t *testing.T) {
 	h := start(t, comboConfig)
 	h.setScript(`
 rules:
@@ -121,7 +121,31 @@ rules:
 	}
 }
 
-func TestPipelineCombo(t *testing.T) {
+// A fusion request is one client request however many calls its panel and
+// judge make: one access line and one breakwater_requests_total increment;
+// the internal calls are counted in breakwater_internal_requests_total.
+func TestFusionComboIsOneClientRequest(t *testing.T) {
+	h := start(t, comboConfig)
+	h.setScript(`rules: [{model: mb, responses: [{status: 503}]}]`)
+	resp := h.post("/v1/chat/completions", chat("panel", ""))
+	if m := decode(t, resp); resp.StatusCode != 200 {
+		t.Fatalf("fusion: %d %v", resp.StatusCode, m)
+	}
+	if n := strings.Count(h.logs.String(), "breakwater.access: request:"); n != 1 {
+		t.Fatalf("%d access lines for one fusion request:\n%s", n, h.logs.String())
+	}
+	metrics := h.metricsText()
+	requests := sumMetric(t, metrics, "breakwater_requests_total")
+	internal := sumMetric(t, metrics, "breakwater_internal_requests_total")
+	if requests != 1 || internal != 4 {
+		t.Fatalf("requests_total %v (want 1), internal_requests_total %v (want 4: three panel members and the judge)\n%s", requests, internal, metrics)
+	}
+	if !strings.Contains(metrics, `breakwater_requests_total{code="",endpoint="chat_completions",model="other",provider="",status="2xx"} 1`) {
+		t.Fatalf("the client request is not the one counted:\n%s", metrics)
+	}
+}
+
+func TestPipelineStepGetsThePreviousStepsOutput(t *testing.T) {
 	h := start(t, comboConfig)
 	h.setScript(`rules: [{model: ma, responses: [{text: "DRAFT-ONE"}]}]`)
 	resp := h.post("/v1/chat/completions", chat("steps", ""))

@@ -172,7 +172,7 @@ policies:
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := gateway.PolicyOptions(cfg, nil, nil, gateway.Options{Version: "1.2.3"})
+	o := gateway.PolicyOptions(cfg, nil, nil, nil, gateway.Options{Version: "1.2.3"})
 	b, d := o.Bundle, o.DecisionLog
 	if o.Dir != "/etc/breakwater/policies.d" || b == nil || b.URL != "https://bundles.example.com/b.tar.gz" || b.PollInterval != 2*time.Second ||
 		!strings.HasPrefix(b.PublicKey, "-----BEGIN PUBLIC KEY-----") || b.KeyID != "ops" || b.Algorithm != "ES256" || !b.SigningRequired ||
@@ -184,7 +184,7 @@ policies:
 		t.Errorf("decision log %+v", d)
 	}
 	cfg, _ = config.Parse([]byte("providers: [{id: p, kind: openai, base_url: 'https://a.example', models: [m], connections: [{id: c}]}]\n"), "t.yaml")
-	if o := gateway.PolicyOptions(cfg, nil, nil, gateway.Options{}); o.Bundle != nil || o.DecisionLog == nil || o.DecisionLog.Buffer != 1000 {
+	if o := gateway.PolicyOptions(cfg, nil, nil, nil, gateway.Options{}); o.Bundle != nil || o.DecisionLog == nil || o.DecisionLog.Buffer != 1000 {
 		t.Errorf("defaults: bundle %+v, decision log %+v", o.Bundle, o.DecisionLog)
 	}
 }

@@ -5,19 +5,23 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"path/filepath"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/plugins"
 	"github.com/breakwater-dev/breakwater/internal/policies"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
+	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/server"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
@@ -42,88 +46,109 @@ type Gateway struct {
 	Server   *server.Server
 	Policies *policies.Pipeline
 	Plugins  *plugins.Host
+	proxy    *proxy.Proxy
 	ln       net.Listener
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
 	log       hclog.Logger
 	done      chan error
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Start builds every part from cfg and starts serving. On error,
-// everything already built is closed again.
-func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err error) {
+// everything already built is closed again: no goroutine, file lock or
+// socket is left behind.
+func Start(ctx context.Context, cfg *config.Config, o Options) (*Gateway, error) {
 	if o.Logger == nil {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Clock == nil {
 		o.Clock = engine.SystemClock{}
 	}
+	g := &Gateway{Config: cfg, log: o.Logger, done: make(chan error, 1)}
+	if err := g.start(ctx, cfg, o); err != nil {
+		_ = g.Close(context.Background())
+		return nil, err
+	}
+	return g, nil
+}
+
+// start builds the parts in dependency order, keeping each in g as soon as
+// it exists so that Close can take it down.
+func (g *Gateway) start(ctx context.Context, cfg *config.Config, o Options) error {
+	for _, w := range cfg.Env.Ignored {
+		o.Logger.Warn("environment variable ignored", "detail", w)
+	}
 	topo, err := topology.Build(cfg)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	for _, w := range topo.Warnings {
 		o.Logger.Warn(w)
 	}
-	st, err := store.Open(cfg.State, o.Clock, o.Logger.Named("store"))
+	if g.Store, err = store.Open(cfg.State, o.Clock, o.Logger.Named("store")); err != nil {
+		return err
+	}
+	red := redact.New(cfg.Secrets()...)
+	g.Plugins, err = plugins.NewHost(ctx, plugins.Options{Logger: o.Logger, CacheDir: pluginCacheDir(cfg), Store: g.Store, Clock: o.Clock, Redactor: red})
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("starting the plugin host: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = st.Close()
-		}
-	}()
-	host, err := plugins.NewHost(ctx, plugins.Options{Logger: o.Logger, CacheDir: pluginCacheDir(cfg), Store: st, Clock: o.Clock})
+	if err = g.Plugins.Load(ctx, PluginSpecs(cfg)); err != nil {
+		return fmt.Errorf("loading plugins: %w", err)
+	}
+	g.Policies, err = policies.New(ctx, PolicyOptions(cfg, g.Store, g.Plugins, red, o))
 	if err != nil {
-		return nil, fmt.Errorf("starting the plugin host: %w", err)
+		return fmt.Errorf("loading policies: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			_ = host.Close(context.Background())
-		}
-	}()
-	if err = host.Load(ctx, PluginSpecs(cfg)); err != nil {
-		return nil, fmt.Errorf("loading plugins: %w", err)
-	}
-	pipe, err := policies.New(ctx, PolicyOptions(cfg, st, host, o))
+	settings, err := cfg.Resilience.EngineSettings()
 	if err != nil {
-		return nil, fmt.Errorf("loading policies: %w", err)
+		return err
 	}
-	settings, err := SettingsFromConfig(cfg.Resilience)
-	if err != nil {
-		return nil, err
-	}
-	eng, err := engine.New(ctx, engine.Options{
+	g.Engine, err = engine.New(ctx, engine.Options{
 		Clock:      o.Clock,
-		Store:      st,
+		Store:      g.Store,
 		Logger:     o.Logger.Named("engine"),
 		Settings:   settings,
 		Providers:  topology.EngineSpecs(cfg),
-		Classifier: pipe,
+		Classifier: g.Policies,
+		Redactor:   red,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("starting engine: %w", err)
+		return fmt.Errorf("starting engine: %w", err)
 	}
 	m := metrics.New()
-	m.RegisterEngine(eng)
-	eng.SetObserver(m.EngineObserver())
-	srv, err := server.New(server.Options{Config: cfg, Topology: topo, Engine: eng, Store: st, Logger: o.Logger, Version: o.Version, Clock: o.Clock, Metrics: m,
-		Policies: pipe, Plugins: host})
+	m.RegisterEngine(g.Engine)
+	m.RegisterPlugins(g.Plugins.List)
+	g.Engine.SetObserver(m.EngineObserver())
+	g.proxy, err = proxy.New(proxy.Options{Config: cfg, Topology: topo, Engine: g.Engine, Store: g.Store,
+		Logger: o.Logger.Named("proxy"), Access: o.Logger.Named("access"), Clock: timerClock(o.Clock), Metrics: m,
+		UserAgent: "breakwater/" + version(o.Version)})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	ln := o.Listener
-	if ln == nil {
-		ln, err = net.Listen("tcp", cfg.Server.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("listening on server.listen %s: %w", cfg.Server.Listen, err)
+	g.Server, err = server.New(server.Options{Config: cfg, Engine: g.Engine, Proxy: g.proxy, Store: g.Store, Logger: o.Logger.Named("server"),
+		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins})
+	if err != nil {
+		return err
+	}
+	if err = g.proxy.Start(ctx); err != nil {
+		return err
+	}
+	if err = g.Server.Start(ctx); err != nil {
+		return err
+	}
+	g.ln = o.Listener
+	if g.ln == nil {
+		if g.ln, err = net.Listen("tcp", cfg.Server.Listen); err != nil {
+			return fmt.Errorf("listening on server.listen %s: %w", cfg.Server.Listen, err)
 		}
 	}
 	wctx, stopWatch := context.WithCancel(context.Background())
-	g = &Gateway{Config: cfg, Store: st, Engine: eng, Server: srv, Policies: pipe, Plugins: host, ln: ln, log: o.Logger,
-		done: make(chan error, 1), stopWatch: stopWatch, watchDone: make(chan struct{})}
+	g.stopWatch, g.watchDone = stopWatch, make(chan struct{})
+	srv, pipe, ln := g.Server, g.Policies, g.ln
 	go func() { g.done <- srv.Serve(ln) }()
 	go func() {
 		defer close(g.watchDone)
@@ -131,7 +156,7 @@ func Start(ctx context.Context, cfg *config.Config, o Options) (g *Gateway, err 
 			o.Logger.Named("policies").Error("watching the operator policy directory stopped", "error", err)
 		}
 	}()
-	return g, nil
+	return nil
 }
 
 // Addr is the address the gateway listens on.
@@ -140,18 +165,58 @@ func (g *Gateway) Addr() string { return g.ln.Addr().String() }
 // Done delivers the server's exit error when it stops serving.
 func (g *Gateway) Done() <-chan error { return g.done }
 
-// Close shuts the server down gracefully and closes the store.
+// Close shuts the server down gracefully, then closes the request loop,
+// the plugin host and the store. It closes only what was built, so it is
+// safe after a failed Start, and it is idempotent.
 func (g *Gateway) Close(ctx context.Context) error {
-	err := g.Server.Shutdown(ctx)
-	g.stopWatch()
-	<-g.watchDone
-	if perr := g.Plugins.Close(ctx); perr != nil {
-		err = errors.Join(err, fmt.Errorf("closing plugins: %w", perr))
+	g.closeOnce.Do(func() {
+		var errs []error
+		if g.Server != nil {
+			errs = append(errs, g.Server.Shutdown(ctx))
+		}
+		if g.stopWatch != nil {
+			g.stopWatch()
+			<-g.watchDone
+		}
+		if g.proxy != nil {
+			g.proxy.Close()
+		}
+		if g.Plugins != nil {
+			if err := g.Plugins.Close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("closing plugins: %w", err))
+			}
+		}
+		if g.Store != nil {
+			if err := g.Store.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("closing state store: %w", err))
+			}
+		}
+		g.closeErr = errors.Join(errs...)
+	})
+	return g.closeErr
+}
+
+// timerClock makes the request loop's clock: the engine's clock for the
+// time and, unless it makes timers itself (a test clock), the system's
+// timers for the waits.
+func timerClock(c engine.Clock) admission.Clock {
+	if tc, ok := c.(admission.Clock); ok {
+		return tc
 	}
-	if cerr := g.Store.Close(); cerr != nil {
-		err = errors.Join(err, fmt.Errorf("closing state store: %w", cerr))
+	return engineTimers{c}
+}
+
+type engineTimers struct{ engine.Clock }
+
+func (engineTimers) NewTimer(d time.Duration) admission.Timer {
+	return admission.SystemClock().NewTimer(d)
+}
+
+func version(v string) string {
+	if v == "" {
+		return "dev"
 	}
-	return err
+	return v
 }
 
 // PluginSpecs lists the configured plugins for the plugin host.
@@ -170,18 +235,4 @@ func pluginCacheDir(cfg *config.Config) string {
 		return ""
 	}
 	return filepath.Join(cfg.State.Path, "plugin-cache")
-}
-
-// SettingsFromConfig turns the configuration's resilience block into engine
-// settings: the defaults, overlaid with the configured values, normalised.
-func SettingsFromConfig(r config.Resilience) (engine.Settings, error) {
-	patch, err := json.Marshal(r)
-	if err != nil {
-		return engine.Settings{}, fmt.Errorf("encoding resilience settings: %w", err)
-	}
-	s, err := engine.ApplyPatch(engine.DefaultSettings(), patch)
-	if err != nil {
-		return engine.Settings{}, fmt.Errorf("resilience: %w", err)
-	}
-	return s, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -233,3 +234,36 @@ combos:
 
 // mockURL is the mock upstream's base URL.
 func (h *harness) mockURL() string { return "http://" + h.mockAdr }
+
+// metricsText reads GET /metrics.
+func (h *harness) metricsText() string {
+	h.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, h.url+"/metrics", nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer test-admin-token-0123456789")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	return string(readBody(h.t, resp))
+}
+
+// sumMetric adds the samples of a metric family in Prometheus text.
+func sumMetric(t testing.TB, text, name string) float64 {
+	t.Helper()
+	total := 0.0
+	for _, line := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
+			continue
+		}
+		f := strings.Fields(line)
+		v, err := strconv.ParseFloat(f[len(f)-1], 64)
+		if err != nil {
+			t.Fatalf("metric line %q: %v", line, err)
+		}
+		total += v
+	}
+	return total
+}

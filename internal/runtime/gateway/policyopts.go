@@ -12,14 +12,17 @@ import (
 
 // PolicyOptions turns the configuration's policies section into the
 // pipeline's options: the operator directory, or the bundle server when
-// policies.bundle.url is set, the evaluation deadline, a redactor of every
-// configured credential (config.Secrets), and the decision log (the ring
+// policies.bundle.url is set, the evaluation deadline, the redactor of the
+// configured credentials, and the decision log (the ring
 // buffer always; the file and the service when configured). The decision
 // log's OPA events carry the labels app=breakwater and version.
-func PolicyOptions(cfg *config.Config, st engine.Store, host *plugins.Host, o Options) policies.Options {
-	po := policies.Options{Store: st, Dir: cfg.Policies.Dir, Plugins: host, Logger: o.Logger, Clock: o.Clock,
+func PolicyOptions(cfg *config.Config, st engine.Store, host *plugins.Host, red *redact.Redactor, o Options) policies.Options {
+	po := policies.Options{Store: st, Dir: cfg.Policies.Dir, Plugins: host, Clock: o.Clock,
 		EvalTimeout: time.Duration(cfg.Policies.EvalTimeoutMS) * time.Millisecond,
-		Redactor:    redact.New(cfg.Secrets()...)}
+		Redactor:    red}
+	if o.Logger != nil {
+		po.Logger = o.Logger.Named("policies")
+	}
 	if b := cfg.Policies.Bundle; b.URL != "" {
 		po.Bundle = &policies.BundleOptions{
 			URL:             b.URL,

@@ -211,7 +211,7 @@ func render(e *wire.APIError) Response {
 	if ra := e.RetryAfterSeconds(); ra != "" {
 		h["Retry-After"] = ra
 	}
-	return Response{Status: e.Status, Headers: h, Body: e.Body(wire.FormatOpenAI)}
+	return Response{Status: e.Status, Headers: h, Body: e.Body(wire.FormatChat)}
 }
 
 // internal is the 500 answer of an unexpected error.

@@ -29,6 +29,7 @@ type Metrics struct {
 	reg *prometheus.Registry
 
 	requests         *prometheus.CounterVec
+	internalRequests *prometheus.CounterVec
 	attempts         *prometheus.CounterVec
 	attemptsPerReq   prometheus.Histogram
 	upstreamLatency  *prometheus.HistogramVec
@@ -66,6 +67,9 @@ func New() *Metrics {
 	m.requests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total",
 		Help: "Client requests by endpoint, final provider, model, HTTP status class and error code."},
 		[]string{"endpoint", "provider", "model", "status", "code"})
+	m.internalRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "internal_requests_total",
+		Help: "Calls the orchestrations (fusion panels and judges, pipeline steps, context-relay summaries) make through the request loop, by final provider, model, HTTP status class and error code; they are not client requests and are not in requests_total."},
+		[]string{"provider", "model", "status", "code"})
 	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "attempts_total",
 		Help: "Upstream attempts by provider, connection, model and classified outcome reason (\"success\" for 2xx)."},
 		[]string{"provider", "connection", "model", "reason"})
@@ -99,7 +103,7 @@ func New() *Metrics {
 		Help: "Time to restate and classify one upstream failure.", Buckets: prometheus.ExponentialBuckets(0.000005, 2.5, 10)})
 	m.streamTTFB = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "stream_ttfb_seconds",
 		Help: "Time from a streamed request's arrival to its first byte sent to the client.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)})
-	m.reg.MustRegister(m.requests, m.attempts, m.attemptsPerReq, m.upstreamLatency, m.overhead, m.breakerTrans,
+	m.reg.MustRegister(m.requests, m.internalRequests, m.attempts, m.attemptsPerReq, m.upstreamLatency, m.overhead, m.breakerTrans,
 		m.cooldowns, m.terminal, m.lockoutsArmed, m.exclusions, m.admissionRejects, m.admissionWait, m.streamEvents,
 		m.policyDecisions, m.policyLatency, m.streamTTFB,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -144,6 +148,11 @@ func (m *Metrics) OnRequest(fn func(RequestInfo)) {
 // StreamTTFB records the time from a streamed request's arrival to its
 // first byte committed to the client.
 func (m *Metrics) StreamTTFB(d time.Duration) { m.streamTTFB.Observe(d.Seconds()) }
+
+// InternalRequest records one finished internal call of an orchestration.
+func (m *Metrics) InternalRequest(provider, model string, status int, code string) {
+	m.internalRequests.WithLabelValues(provider, model, statusClass(status), code).Inc()
+}
 
 // Attempt records one upstream attempt's outcome reason ("success" for a
 // 2xx).

@@ -10,15 +10,16 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 const benchEvents = 1000
 
 // benchBody is a realistic stream of n content events plus its ending.
-func benchBody(f watchdog.Format, n int) []byte {
+func benchBody(f wire.Format, n int) []byte {
 	var b strings.Builder
 	switch f {
-	case watchdog.AnthropicMessages:
+	case wire.FormatMessages:
 		b.WriteString(anStart + anBlockText + anPing)
 		for range n {
 			b.WriteString(anText)
@@ -38,10 +39,10 @@ func benchBody(f watchdog.Format, n int) []byte {
 // goroutine (sse.Reader.Next), the hand-over, classification, the
 // watchdogs, the write and the flush of every event.
 func BenchmarkRelayStream(b *testing.B) {
-	for _, f := range []watchdog.Format{watchdog.OpenAIChat, watchdog.AnthropicMessages} {
+	for _, f := range []wire.Format{wire.FormatChat, wire.FormatMessages} {
 		b.Run(f.String(), func(b *testing.B) {
 			body := benchBody(f, benchEvents)
-			cfg := Config{ClientFormat: f, UpstreamFormat: f,
+			cfg := Config{ClientFormat: f, Events: readerOf(f),
 				Throughput: watchdog.ThroughputConfig{Enabled: true}}
 			w := bufio.NewWriterSize(io.Discard, 4096)
 			b.SetBytes(int64(len(body)))
@@ -62,11 +63,12 @@ func BenchmarkRelayStream(b *testing.B) {
 }
 
 // BenchmarkEventPath measures the synchronous part of each event without
-// the goroutine hand-over: Reader.Next, Inspect, write and flush.
+// the goroutine hand-over: Reader.Next, the event reader, write and flush.
 func BenchmarkEventPath(b *testing.B) {
-	for _, f := range []watchdog.Format{watchdog.OpenAIChat, watchdog.AnthropicMessages} {
+	for _, f := range []wire.Format{wire.FormatChat, wire.FormatMessages} {
 		b.Run(f.String(), func(b *testing.B) {
 			body := benchBody(f, benchEvents)
+			read := readerOf(f)
 			w := bufio.NewWriterSize(io.Discard, 4096)
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
@@ -78,7 +80,7 @@ func BenchmarkEventPath(b *testing.B) {
 					if err != nil {
 						break
 					}
-					_ = watchdog.Inspect(f, ev)
+					_ = read(ev)
 					w.Write(ev.Raw)
 					w.Flush()
 				}

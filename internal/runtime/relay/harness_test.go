@@ -13,18 +13,32 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// readerOf is the stream event reader of an upstream format (the provider
+// adapters pick it in production).
+func readerOf(f wire.Format) frames.Reader {
+	switch f {
+	case wire.FormatMessages:
+		return frames.Messages
+	case wire.FormatResponses:
+		return frames.Responses
+	}
+	return frames.Chat
+}
+
 var epoch = time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC)
 
 // fakeTimer is a timer driven by a fake clock.
 type fakeTimer struct {
-	clock *engine.FakeClock
+	clock *enginetest.Clock
 	c     chan time.Time
 
 	mu    sync.Mutex
@@ -78,7 +92,7 @@ func (f *fakeTimer) fireLocked() bool {
 // harness is one attempt whose upstream the test writes into a pipe.
 type harness struct {
 	t         *testing.T
-	clock     *engine.FakeClock
+	clock     *enginetest.Clock
 	timer     *fakeTimer
 	pr        *io.PipeReader
 	pw        *io.PipeWriter
@@ -93,7 +107,7 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	clock := engine.NewFakeClock(epoch)
+	clock := enginetest.NewClock(epoch)
 	h := &harness{
 		t:     t,
 		clock: clock,

@@ -9,7 +9,9 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
+	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // Commit points (Config.CommitPoint).
@@ -72,10 +74,11 @@ type Translator interface {
 type Config struct {
 	// ClientFormat is the wire format the client speaks; terminal error
 	// events are written in it.
-	ClientFormat watchdog.Format
-	// UpstreamFormat is the format of the upstream events, which the
-	// watchdogs classify.
-	UpstreamFormat watchdog.Format
+	ClientFormat wire.Format
+	// Events reads the upstream events into the frames the watchdogs
+	// judge; the provider adapter supplies the reader of the upstream
+	// format. Nil reads OpenAI Chat Completions events (frames.Chat).
+	Events frames.Reader
 	// CommitPoint is CommitFirstByte ("" or unknown) or CommitFirstContent.
 	CommitPoint string
 	// Stall configures the content-stall watchdog; zero budgets take the
@@ -205,6 +208,7 @@ type Stream struct {
 	// armedAt is the deadline the timer is armed for (zero: disarmed).
 	armedAt time.Time
 
+	events    frames.Reader
 	stall     watchdog.Stall
 	tput      watchdog.Throughput
 	start     time.Time
@@ -252,8 +256,13 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 	if start.IsZero() || start.After(now) {
 		start = now
 	}
+	events := cfg.Events
+	if events == nil {
+		events = frames.Chat
+	}
 	s := &Stream{
 		cfg:          cfg,
+		events:       events,
 		ctx:          ctx,
 		a:            a,
 		clock:        clock,
@@ -464,7 +473,7 @@ func (s *Stream) onEvent(ev sse.Event, now time.Time) {
 	if s.done {
 		return // nothing follows the final event
 	}
-	in := watchdog.Inspect(s.cfg.UpstreamFormat, ev)
+	in := s.events(ev)
 	s.stall.Observe(in.Frame, now)
 	s.tput.Observe(in.Frame, in.Bytes, now)
 	if in.Usage {
@@ -485,7 +494,7 @@ func (s *Stream) onEvent(ev sse.Event, now time.Time) {
 	}
 	before := len(s.out)
 	if err := s.translate(ev); err != nil {
-		s.failWith(ReasonTranslateError, 502, fmt.Errorf("relay: translating a %s event: %w", s.cfg.UpstreamFormat, err))
+		s.failWith(ReasonTranslateError, 502, fmt.Errorf("relay: translating an upstream event: %w", err))
 		return
 	}
 	if in.Frame == watchdog.FrameDone {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // Real-shaped upstream events.
@@ -40,7 +41,7 @@ const (
 )
 
 func anthropicCfg(commit string) Config {
-	return Config{ClientFormat: watchdog.AnthropicMessages, UpstreamFormat: watchdog.AnthropicMessages, CommitPoint: commit,
+	return Config{ClientFormat: wire.FormatMessages, Events: readerOf(wire.FormatMessages), CommitPoint: commit,
 		Stall: watchdog.StallConfig{FirstContent: 10 * time.Second, BetweenContent: 10 * time.Second}}
 }
 
@@ -197,23 +198,23 @@ func parseTerminal(t *testing.T, out string) (sse.Event, map[string]any) {
 func TestCommittedStallEndsWithTerminalError(t *testing.T) {
 	tests := []struct {
 		name   string
-		format watchdog.Format
+		format wire.Format
 		events []string
 		check  func(t *testing.T, ev sse.Event, doc map[string]any)
 	}{
-		{"openai", watchdog.OpenAIChat, []string{oaRole, oaHello}, func(t *testing.T, ev sse.Event, doc map[string]any) {
+		{"openai", wire.FormatChat, []string{oaRole, oaHello}, func(t *testing.T, ev sse.Event, doc map[string]any) {
 			e, _ := doc["error"].(map[string]any)
 			if ev.Event != "" || e["code"] != "stream_content_stall" || e["type"] != "stream_error" || e["message"] == "" {
 				t.Fatalf("terminal = %s %v", ev.Event, doc)
 			}
 		}},
-		{"anthropic", watchdog.AnthropicMessages, []string{anStart, anBlockText, anText}, func(t *testing.T, ev sse.Event, doc map[string]any) {
+		{"anthropic", wire.FormatMessages, []string{anStart, anBlockText, anText}, func(t *testing.T, ev sse.Event, doc map[string]any) {
 			e, _ := doc["error"].(map[string]any)
 			if ev.Event != "error" || doc["type"] != "error" || e["type"] != "stream_error" || e["code"] != "stream_content_stall" || e["message"] == "" {
 				t.Fatalf("terminal = %s %v", ev.Event, doc)
 			}
 		}},
-		{"responses", watchdog.OpenAIResponses, []string{
+		{"responses", wire.FormatResponses, []string{
 			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\"}}\n\n",
 			"event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"Hi\"}\n\n",
 		}, func(t *testing.T, ev sse.Event, doc map[string]any) {
@@ -224,7 +225,7 @@ func TestCommittedStallEndsWithTerminalError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := Config{ClientFormat: tt.format, UpstreamFormat: tt.format,
+			cfg := Config{ClientFormat: tt.format, Events: readerOf(tt.format),
 				Stall: watchdog.StallConfig{FirstContent: 90 * time.Second, BetweenContent: 60 * time.Second}}
 			h := newHarness(t, cfg)
 			ch := h.prime()
@@ -566,7 +567,7 @@ func (u *upper) Finish() []sse.Event {
 }
 
 func TestTranslator(t *testing.T) {
-	h := newHarness(t, Config{ClientFormat: watchdog.OpenAIChat, UpstreamFormat: watchdog.AnthropicMessages})
+	h := newHarness(t, Config{ClientFormat: wire.FormatChat, Events: readerOf(wire.FormatMessages)})
 	tr := &upper{}
 	h.tr = tr
 	ch := h.prime()
@@ -593,7 +594,7 @@ func TestTranslator(t *testing.T) {
 	}
 
 	// A translation error before the commit point is a failure.
-	h = newHarness(t, Config{UpstreamFormat: watchdog.AnthropicMessages})
+	h = newHarness(t, Config{Events: readerOf(wire.FormatMessages)})
 	h.tr = &upper{fail: true}
 	ch = h.prime()
 	h.write(anStart)
@@ -618,12 +619,12 @@ func TestRealTimerStall(t *testing.T) {
 func TestTerminalErrorShapes(t *testing.T) {
 	f := &Failure{Reason: ReasonContentStall}
 	for _, tt := range []struct {
-		format watchdog.Format
+		format wire.Format
 		want   string
 	}{
-		{watchdog.OpenAIChat, `data: {"error":{"type":"stream_error","code":"stream_content_stall","message":"` + messages[ReasonContentStall] + `"}}` + "\n\n"},
-		{watchdog.AnthropicMessages, "event: error\n" + `data: {"type":"error","error":{"type":"stream_error","code":"stream_content_stall","message":"` + messages[ReasonContentStall] + `"}}` + "\n\n"},
-		{watchdog.OpenAIResponses, "event: error\n" + `data: {"type":"error","code":"stream_content_stall","message":"` + messages[ReasonContentStall] + `","param":null}` + "\n\n"},
+		{wire.FormatChat, `data: {"error":{"type":"stream_error","code":"stream_content_stall","message":"` + messages[ReasonContentStall] + `"}}` + "\n\n"},
+		{wire.FormatMessages, "event: error\n" + `data: {"type":"error","error":{"type":"stream_error","code":"stream_content_stall","message":"` + messages[ReasonContentStall] + `"}}` + "\n\n"},
+		{wire.FormatResponses, "event: error\n" + `data: {"type":"error","code":"stream_content_stall","message":"` + messages[ReasonContentStall] + `","param":null}` + "\n\n"},
 	} {
 		if got := string(appendTerminalError(nil, tt.format, f)); got != tt.want {
 			t.Errorf("%s:\n got %q\nwant %q", tt.format, got, tt.want)
@@ -643,7 +644,7 @@ func TestValidCommitPoint(t *testing.T) {
 // under first_content and completes with no content bytes; Responses usage
 // is read from response.completed.
 func TestEmptyAnswerCommitsAtEnd(t *testing.T) {
-	cfg := Config{ClientFormat: watchdog.OpenAIResponses, UpstreamFormat: watchdog.OpenAIResponses, CommitPoint: CommitFirstContent}
+	cfg := Config{ClientFormat: wire.FormatResponses, Events: readerOf(wire.FormatResponses), CommitPoint: CommitFirstContent}
 	h := newHarness(t, cfg)
 	ch := h.prime()
 	created := "event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"id\":\"r\",\"status\":\"in_progress\",\"usage\":null}}\n\n"

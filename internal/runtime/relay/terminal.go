@@ -3,7 +3,7 @@ package relay
 import (
 	"encoding/json"
 
-	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // errorType is the "type" of the gateway's terminal stream errors.
@@ -31,20 +31,20 @@ var messages = map[string]string{
 //	Responses:    event: error / data: {"type":"error","code":…,"message":…,"param":null}
 //
 // Nothing follows it (no [DONE], no message_stop).
-func appendTerminalError(dst []byte, f watchdog.Format, fl *Failure) []byte {
+func appendTerminalError(dst []byte, f wire.Format, fl *Failure) []byte {
 	msg := messages[fl.Reason]
 	if msg == "" {
 		msg = "the upstream stream failed"
 	}
 	var doc any
 	switch f {
-	case watchdog.AnthropicMessages:
+	case wire.FormatMessages:
 		doc = struct {
 			Type  string   `json:"type"`
 			Error errorObj `json:"error"`
 		}{"error", errorObj{Type: errorType, Code: fl.Reason, Message: msg}}
 		dst = append(dst, "event: error\n"...)
-	case watchdog.OpenAIResponses:
+	case wire.FormatResponses:
 		doc = struct {
 			Type    string  `json:"type"`
 			Code    string  `json:"code"`

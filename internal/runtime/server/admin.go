@@ -71,7 +71,7 @@ func decodeJSON(c *fiber.Ctx, v any) *wire.APIError {
 }
 
 func (s *Server) adminError(c *fiber.Ctx, e *wire.APIError) error {
-	return s.writeError(c, e, wire.FormatOpenAI)
+	return s.writeError(c, e, wire.FormatChat)
 }
 
 // engineError maps an engine admin error to 400 (caller's fault) or 500.
@@ -93,7 +93,7 @@ func (s *Server) handleHealth(c *fiber.Ctx) error {
 		"unavailable_connections": h.UnavailableConnections,
 		"lockouts":                h.Lockouts,
 		"lockouts_by_reason":      h.LockoutsByReason,
-		"admission":               s.adm.Snapshot(),
+		"admission":               s.proxy.Admission().Snapshot(),
 	})
 }
 
@@ -105,7 +105,7 @@ func (s *Server) handleResetBreakers(c *fiber.Ctx) error {
 		return s.adminError(c, e)
 	}
 	if req.Provider != "" {
-		if _, ok := s.routing.Load().topo.Provider(req.Provider); !ok {
+		if _, ok := s.view.Load().routing.Topology.Provider(req.Provider); !ok {
 			return s.adminError(c, badRequest("provider", "unknown provider "+quote(req.Provider)))
 		}
 	}
@@ -139,7 +139,7 @@ func (s *Server) handlePatchResilience(c *fiber.Ctx) error {
 		field, msg := splitFieldError(err.Error())
 		return s.adminError(c, badRequest(field, msg))
 	}
-	s.adm.UpdateSettings(admissionSettings(s.admEnv, st))
+	s.proxy.SettingsChanged(st)
 	return c.JSON(st)
 }
 

@@ -79,7 +79,7 @@ const localsKey = "bw.key"
 // configured the gateway is open (the listener is loopback-only then; the
 // configuration refuses anything else).
 func (s *Server) clientAuth(c *fiber.Ctx) error {
-	if !s.auth.keysExist || s.isInternal(c) {
+	if !s.auth.keysExist {
 		return c.Next()
 	}
 	k := s.auth.lookup(presentedKey(c))
@@ -102,7 +102,7 @@ func (s *Server) adminAuth(c *fiber.Ctx) error {
 		if !s.auth.adminSet {
 			msg = "admin API is disabled: set server.admin_token"
 		}
-		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "unauthorized", Message: msg}, wire.FormatOpenAI)
+		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "unauthorized", Message: msg}, wire.FormatChat)
 	}
 	return c.Next()
 }

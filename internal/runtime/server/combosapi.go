@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 )
 
@@ -17,11 +18,11 @@ import (
 // API (a JSON list); they override file combos of the same name.
 const apiCombosKey = "combos/api"
 
-// routing is an immutable routing view: the topology, the strategy of each
-// combo and the /v1/models answer.
-type routing struct {
-	topo      *topology.Topology
-	routes    map[*topology.Combo]*comboRoute
+// view is what the server shows of one routing: the /v1/models answer and
+// the combos defined through the admin API. It is immutable; the proxy
+// routes with its routing.
+type view struct {
+	routing   *proxy.Routing
 	models    []byte
 	apiCombos []config.Combo
 }
@@ -39,11 +40,12 @@ func (s *Server) loadAPICombos(ctx context.Context) ([]config.Combo, error) {
 	return out, nil
 }
 
-// buildRouting validates the file configuration with apiCombos merged in
-// (an API combo replaces a file combo of the same name) and builds the
-// routing view; base is used as is when there are no API combos.
-func (s *Server) buildRouting(base *topology.Topology, apiCombos []config.Combo) (*routing, error) {
-	topo := base
+// buildView validates the file configuration with apiCombos merged in (an
+// API combo replaces a file combo of the same name) and builds the
+// routing view; the file's topology is used as is when there are no API
+// combos.
+func (s *Server) buildView(apiCombos []config.Combo) (*view, error) {
+	topo := s.fileTopology
 	if len(apiCombos) > 0 {
 		cfg := *s.cfg
 		cfg.Combos = mergeCombos(s.cfg.Combos, apiCombos)
@@ -56,17 +58,13 @@ func (s *Server) buildRouting(base *topology.Topology, apiCombos []config.Combo)
 			return nil, err
 		}
 	}
-	return &routing{topo: topo, routes: s.buildRoutes(topo), models: modelsList(topo), apiCombos: apiCombos}, nil
+	return &view{routing: s.proxy.NewRouting(topo), models: modelsList(topo), apiCombos: apiCombos}, nil
 }
 
-// setRouting builds and installs a routing view.
-func (s *Server) setRouting(base *topology.Topology, apiCombos []config.Combo) error {
-	r, err := s.buildRouting(base, apiCombos)
-	if err != nil {
-		return err
-	}
-	s.routing.Store(r)
-	return nil
+// install makes v the routing of new requests; the caller holds comboMu.
+func (s *Server) install(v *view) {
+	s.view.Store(v)
+	s.proxy.SetRouting(v.routing)
 }
 
 func mergeCombos(file, api []config.Combo) []config.Combo {
@@ -96,7 +94,7 @@ type comboView struct {
 
 // handleListCombos serves GET /api/combos.
 func (s *Server) handleListCombos(c *fiber.Ctx) error {
-	r := s.routing.Load()
+	r := s.view.Load()
 	out := []comboView{}
 	for _, cb := range mergeCombos(s.cfg.Combos, r.apiCombos) {
 		src := "config"
@@ -128,7 +126,7 @@ func (s *Server) handlePutCombo(c *fiber.Ctx) error {
 	}
 	s.comboMu.Lock()
 	defer s.comboMu.Unlock()
-	cur := s.routing.Load()
+	cur := s.view.Load()
 	next := make([]config.Combo, 0, len(cur.apiCombos)+1)
 	for _, x := range cur.apiCombos {
 		if x.Name != name {
@@ -145,7 +143,7 @@ func (s *Server) handleDeleteCombo(c *fiber.Ctx) error {
 	name := strings.Clone(c.Params("name")) // Fiber reuses the request buffer after the handler
 	s.comboMu.Lock()
 	defer s.comboMu.Unlock()
-	cur := s.routing.Load()
+	cur := s.view.Load()
 	if !hasCombo(cur.apiCombos, name) {
 		if hasCombo(s.cfg.Combos, name) {
 			return s.adminError(c, badRequest("name", fmt.Sprintf("combo %q is defined in the configuration file; edit the file instead", name)))
@@ -164,7 +162,7 @@ func (s *Server) handleDeleteCombo(c *fiber.Ctx) error {
 // commitCombos validates, persists and installs a new list of API
 // combos; the caller holds comboMu.
 func (s *Server) commitCombos(c *fiber.Ctx, next []config.Combo) error {
-	r, err := s.buildRouting(s.fileTopo, next)
+	v, err := s.buildView(next)
 	if err != nil {
 		var ve *config.ValidationError
 		if errors.As(err, &ve) && len(ve.Errors) > 0 {
@@ -179,6 +177,6 @@ func (s *Server) commitCombos(c *fiber.Ctx, next []config.Combo) error {
 	if err := s.store.Put(c.UserContext(), apiCombosKey, b, 0); err != nil {
 		return s.engineError(c, err)
 	}
-	s.routing.Store(r)
+	s.install(v)
 	return s.handleListCombos(c)
 }

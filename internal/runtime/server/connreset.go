@@ -27,7 +27,7 @@ func (s *Server) handleResetConnections(c *fiber.Ctx) error {
 	if req.Provider == "" {
 		return s.adminError(c, badRequest("provider", "is required"))
 	}
-	p, ok := s.routing.Load().topo.Provider(req.Provider)
+	p, ok := s.view.Load().routing.Topology.Provider(req.Provider)
 	if !ok {
 		return s.adminError(c, badRequest("provider", "unknown provider "+quote(req.Provider)))
 	}

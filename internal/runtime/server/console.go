@@ -28,11 +28,13 @@ type console struct {
 	interval time.Duration
 	// capMu serialises changes of the per-model concurrency caps.
 	capMu sync.Mutex
+	// sampled is closed when the overview sampler has stopped (nil: it
+	// was never started).
+	sampled chan struct{}
 }
 
-// mountConsole builds the console state, starts the overview sampler (it
-// stops with the server's base context) and feeds the request log from the
-// metrics' request observer until the attempt loop reports full records.
+// mountConsole builds the console state and mounts its endpoints. It
+// starts nothing: startConsole does, at Start.
 func (s *Server) mountConsole(api fiber.Router) {
 	s.console = &console{
 		series:   series.New(series.DefaultInterval, series.DefaultSpan),
@@ -40,15 +42,6 @@ func (s *Server) mountConsole(api fiber.Router) {
 		tickets:  newTicketBook(),
 		streams:  &streamCount{},
 		interval: series.DefaultInterval,
-	}
-	if s.metrics != nil {
-		m := s.metrics
-		s.console.series.Observe(time.Now(), m.Totals())
-		go s.console.sample(s.baseCtx, m)
-		m.OnRequest(func(ri metrics.RequestInfo) { s.console.requests.Add(requestRecord(ri)) })
-	}
-	if err := s.restoreModelCaps(context.Background()); err != nil {
-		s.log.Warn("restoring model concurrency caps set at run time", "error", err)
 	}
 
 	api.Get("/console/state", s.handleConsoleState)
@@ -60,6 +53,24 @@ func (s *Server) mountConsole(api fiber.Router) {
 	api.Get("/resilience/defaults", s.handleResilienceDefaults)
 	api.Get("/resilience/model-concurrency", s.handleListModelCaps)
 	api.Put("/resilience/model-concurrency", s.handleSetModelCap)
+}
+
+// startConsole restores the model concurrency caps set at run time, starts
+// the overview sampler (it stops with the server's base context; Shutdown
+// waits for it) and feeds the request log from the metrics' request
+// observer until the attempt loop reports full records.
+func (s *Server) startConsole(ctx context.Context) {
+	if err := s.restoreModelCaps(ctx); err != nil {
+		s.log.Warn("restoring model concurrency caps set at run time", "error", err)
+	}
+	if s.metrics == nil {
+		return
+	}
+	m := s.metrics
+	s.console.series.Observe(time.Now(), m.Totals())
+	s.console.sampled = make(chan struct{})
+	go func() { defer close(s.console.sampled); s.console.sample(s.baseCtx, m) }()
+	m.OnRequest(func(ri metrics.RequestInfo) { s.console.requests.Add(requestRecord(ri)) })
 }
 
 // sample reads the metrics into the overview ring every interval until
@@ -200,9 +211,9 @@ type lockoutState struct {
 // manager and the usage wall.
 func (s *Server) consoleSnapshot() consoleState {
 	now := s.clock.Now()
-	topo := s.routing.Load().topo
+	topo := s.view.Load().routing.Topology
 	settings := s.eng.CurrentSettings()
-	st := consoleState{Now: now, Providers: []providerState{}, Lockouts: []lockoutState{}, Gates: s.adm.Gates(),
+	st := consoleState{Now: now, Providers: []providerState{}, Lockouts: []lockoutState{}, Gates: s.proxy.Admission().Gates(),
 		Flags: map[string]bool{}, byConn: map[string]*connState{}}
 	seen := map[string]bool{}
 	addProvider := func(id string, p *topology.Provider) *providerState {
@@ -210,13 +221,13 @@ func (s *Server) consoleSnapshot() consoleState {
 			Breaker: s.eng.BreakerSnapshot(id), WindowGate: s.eng.WindowGateView(id)}
 		profile := engine.ProfileAPIKey
 		if p != nil {
-			ps.Kind, ps.Profile, ps.Models, ps.Configured = string(p.Kind), string(p.Profile), p.Models, true
+			ps.Kind, ps.Profile, ps.Models, ps.Configured = p.Adapter.Kind(), string(p.Profile), p.Models, true
 			profile = p.Profile
 			for _, c := range p.Connections {
 				cs := &connState{ID: c.ID, Ref: c.Ref, Status: engine.TestStatusActive,
 					LowPriorityMode: c.LowPriorityMode, AutoLimitReset: c.AutoLimitReset}
 				if c.LowPriorityMode || c.AutoLimitReset {
-					cs.Wall = wallView(s.wall.State(c.Ref))
+					cs.Wall = wallView(s.proxy.UsageWall().State(c.Ref))
 				}
 				ps.Conns = append(ps.Conns, cs)
 				st.byConn[c.Ref] = cs
@@ -265,7 +276,7 @@ func (s *Server) consoleSnapshot() consoleState {
 				Family: l.Family, Reason: l.Reason, Status: l.Status, FailureCount: l.FailureCount, ExpiresAt: l.ExpiresAt})
 		}
 	}
-	for _, a := range s.adm.Snapshot() {
+	for _, a := range s.proxy.Admission().Snapshot() {
 		if cs := st.byConn[a.Provider+"/"+a.Connection]; cs != nil {
 			cs.Protected, cs.RateLimitProtection = a.Protected, a.RateLimitProtection
 			cs.Queued, cs.Running, cs.Rejections, cs.PausedUntil = a.Queued, a.Running, a.Rejections, a.PausedUntil

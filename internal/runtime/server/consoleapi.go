@@ -121,9 +121,9 @@ type comboStateView struct {
 // flattened targets with strategy, weights, the sticky position and why
 // each target is currently excluded.
 func (s *Server) handleConsoleCombos(c *fiber.Ctx) error {
-	r := s.routing.Load()
+	r := s.view.Load()
 	out := []comboStateView{}
-	for _, cb := range r.topo.Combos {
+	for _, cb := range r.routing.Topology.Combos {
 		v := comboStateView{Name: cb.Name, Strategy: cb.Strategy, StickyLimit: cb.StickyLimit, Source: "config", Targets: []comboTargetView{}}
 		if v.Strategy == "" {
 			v.Strategy = "priority"
@@ -131,7 +131,7 @@ func (s *Server) handleConsoleCombos(c *fiber.Ctx) error {
 		if hasCombo(r.apiCombos, cb.Name) {
 			v.Source = "api"
 		}
-		if pos, ok := s.stratState.Position(cb.Name); ok && pos.Strategy == v.Strategy {
+		if pos, ok := s.proxy.StrategyPosition(cb.Name); ok && pos.Strategy == v.Strategy {
 			v.Position = &pos
 		}
 		for _, tg := range cb.Targets {
@@ -181,9 +181,9 @@ type modelCapsView struct {
 // handleListModelCaps serves GET /api/resilience/model-concurrency.
 func (s *Server) handleListModelCaps(c *fiber.Ctx) error {
 	out := []modelCapsView{}
-	for _, p := range s.routing.Load().topo.Providers {
+	for _, p := range s.view.Load().routing.Topology.Providers {
 		for _, cn := range p.Connections {
-			caps, err := s.adm.ModelConcurrency(p.ID, cn.ID)
+			caps, err := s.proxy.Admission().ModelConcurrency(p.ID, cn.ID)
 			if err != nil {
 				continue
 			}
@@ -207,7 +207,7 @@ func (s *Server) handleSetModelCap(c *fiber.Ctx) error {
 	if e := decodeJSON(c, &req); e != nil {
 		return s.adminError(c, e)
 	}
-	p, ok := s.routing.Load().topo.Provider(req.Provider)
+	p, ok := s.view.Load().routing.Topology.Provider(req.Provider)
 	if !ok {
 		return s.adminError(c, badRequest("provider", "unknown provider "+quote(req.Provider)))
 	}
@@ -235,10 +235,10 @@ func (s *Server) handleSetModelCap(c *fiber.Ctx) error {
 	if err := s.store.Put(c.UserContext(), modelCapKey+ref, b, 0); err != nil {
 		return s.engineError(c, err)
 	}
-	if err := s.adm.SetModelConcurrency(p.ID, req.Connection, req.Model, *req.Cap); err != nil {
+	if err := s.proxy.Admission().SetModelConcurrency(p.ID, req.Connection, req.Model, *req.Cap); err != nil {
 		return s.engineError(c, err)
 	}
-	caps, err := s.adm.ModelConcurrency(p.ID, req.Connection)
+	caps, err := s.proxy.Admission().ModelConcurrency(p.ID, req.Connection)
 	if err != nil {
 		return s.engineError(c, err)
 	}
@@ -266,7 +266,7 @@ func (s *Server) restoreModelCaps(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("reading model concurrency caps: %w", err)
 	}
-	topo := s.routing.Load().topo
+	topo := s.view.Load().routing.Topology
 	for _, kv := range kvs {
 		provider, conn, _ := strings.Cut(strings.TrimPrefix(kv.Key, modelCapKey), "/")
 		p, ok := topo.Provider(provider)
@@ -280,7 +280,7 @@ func (s *Server) restoreModelCaps(ctx context.Context) error {
 		}
 		for _, model := range slices.Sorted(maps.Keys(caps)) {
 			if p.Serves(model) {
-				_ = s.adm.SetModelConcurrency(provider, conn, model, caps[model]) // unknown connection: skipped
+				_ = s.proxy.Admission().SetModelConcurrency(provider, conn, model, caps[model]) // unknown connection: skipped
 			}
 		}
 	}

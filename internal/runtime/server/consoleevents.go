@@ -115,11 +115,11 @@ func (s *Server) handleConsoleTicket(c *fiber.Ctx) error {
 func (s *Server) handleConsoleEvents(c *fiber.Ctx) error {
 	if !s.console.tickets.redeem(c.Query("ticket"), s.clock.Now()) {
 		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "unauthorized",
-			Message: "the event stream needs a fresh ticket from POST /api/console/ticket"}, wire.FormatOpenAI)
+			Message: "the event stream needs a fresh ticket from POST /api/console/ticket"}, wire.FormatChat)
 	}
 	if !s.console.streams.enter() {
 		return s.writeError(c, &wire.APIError{Status: 429, Type: "rate_limit_error", Code: "too_many_streams",
-			Message: fmt.Sprintf("%d console event streams are open already", maxConsoleStreams)}, wire.FormatOpenAI)
+			Message: fmt.Sprintf("%d console event streams are open already", maxConsoleStreams)}, wire.FormatChat)
 	}
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-store")

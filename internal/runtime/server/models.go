@@ -44,5 +44,5 @@ func providerOf(t *topology.Topology, id string) (string, bool) {
 
 func (s *Server) handleModels(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Send(s.routing.Load().models)
+	return c.Send(s.view.Load().models)
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/policies"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
-	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
 // handleGetPolicies serves GET /api/policies: the serving revision, the
@@ -74,7 +73,7 @@ func explainInput(s *Server, provider, connection, model string, status int, hea
 	in := engine.ErrorInput{Provider: provider, Connection: connection, Model: model, Status: status, Headers: h, Body: body,
 		Profile: engine.ProfileAPIKey, Now: time.Now()}
 	if s != nil {
-		if p, ok := s.routing.Load().topo.Provider(provider); ok {
+		if p, ok := s.view.Load().routing.Topology.Provider(provider); ok {
 			in.Profile = p.Profile
 		}
 		in.Now = s.clock.Now()
@@ -95,31 +94,4 @@ func (s *Server) handleReloadPlugins(c *fiber.Ctx) error {
 		return s.adminError(c, &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "plugin_reload_failed", Message: err.Error()})
 	}
 	return s.handleListPlugins(c)
-}
-
-// onRequest runs the plugins' on_request hook: a plugin may rewrite the
-// model, set upstream headers or reject the request with a client error.
-func (s *Server) onRequest(c *fiber.Ctx, x *exchange, model string) (string, *wire.APIError) {
-	keyID := ""
-	if k, _ := c.Locals(localsKey).(*clientKey); k != nil {
-		keyID = k.id
-	}
-	act, ok := s.plugins.OnRequest(c.UserContext(), abi.RequestInfo{Model: model, Path: c.Path(), KeyID: keyID})
-	if !ok {
-		return model, nil
-	}
-	if act.RejectStatus != 0 {
-		msg := act.RejectMessage
-		if msg == "" {
-			msg = "request rejected by a gateway plugin"
-		}
-		return model, &wire.APIError{Status: act.RejectStatus, Type: "invalid_request_error", Code: "rejected_by_plugin", Message: msg}
-	}
-	if len(act.SetHeaders) > 0 {
-		x.extraHeaders = act.SetHeaders
-	}
-	if act.Model != "" {
-		return act.Model, nil
-	}
-	return model, nil
 }

@@ -1,7 +1,13 @@
 // Package server is Breakwater's HTTP front: the Fiber application that
-// speaks the OpenAI and Anthropic wire formats to clients, runs each request
-// through the resilience engine and the upstream executors, relays streams,
-// and serves the admin API.
+// speaks the OpenAI and Anthropic wire formats to clients and serves the
+// admin API. A client request is parsed and authenticated here, handed to
+// the request loop (runtime/proxy) as a proxy.Request, and its
+// proxy.Result is rendered in one place (render).
+//
+// Lifecycle: New builds the application without side effects; Start reads
+// the combos defined through the admin API from the store; Serve accepts
+// connections; Shutdown stops them and may be called after a partial
+// start, more than once.
 package server
 
 import (
@@ -11,8 +17,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -22,104 +26,80 @@ import (
 	"github.com/hashicorp/go-hclog"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/engine/admission"
-	"github.com/breakwater-dev/breakwater/internal/engine/affinity"
-	"github.com/breakwater-dev/breakwater/internal/engine/lease"
-	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
-	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
 	"github.com/breakwater-dev/breakwater/internal/plugins"
 	"github.com/breakwater-dev/breakwater/internal/policies"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
-	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
+	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
-	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
-// Version is reported by /api/version and the User-Agent sent upstream. The
-// binary sets it at start.
-const userAgentPrefix = "breakwater/"
-
-// Options are the parts a Server is built from. Config, Topology, Engine and
-// Logger are required.
+// Options are the parts a Server is built from. Every field but Version,
+// Clock and Metrics is required.
 type Options struct {
-	Config   *config.Config
-	Topology *topology.Topology
-	Engine   *engine.Engine
-	Logger   hclog.Logger
-	// Version is the build version, for the User-Agent and /api/version.
+	Config *config.Config
+	Engine *engine.Engine
+	// Proxy is the request loop; the caller starts and closes it.
+	Proxy *proxy.Proxy
+	// Logger is the server's logger, named by the caller.
+	Logger hclog.Logger
+	// Version is the build version, for /api/version.
 	Version string
 	// Clock defaults to the system clock.
 	Clock engine.Clock
-	// Policies is the failure classification pipeline (restate, classify,
-	// explain, operator rules); required.
+	// Policies is the failure classification pipeline (explain, operator
+	// rules).
 	Policies *policies.Pipeline
-	// Plugins is the WASM plugin host (on_request hook, admin API);
-	// required.
+	// Plugins is the WASM plugin host (on_request hook, admin API).
 	Plugins *plugins.Host
-	// Store holds leases and affinity pins; required.
+	// Store holds the combos defined through the admin API.
 	Store engine.Store
-	// Metrics receives request, attempt and stream metrics; nil disables
-	// them and GET /metrics.
+	// Metrics serves GET /metrics; nil disables it.
 	Metrics *metrics.Metrics
 }
 
-// Server is the gateway's HTTP server. Build it with New, run it with
-// Serve, stop it with Shutdown. It is goroutine-safe.
+// Server is the gateway's HTTP server. It is goroutine-safe.
 type Server struct {
-	cfg     *config.Config
-	eng     *engine.Engine
-	pool    *upstream.Pool
-	clock   engine.Clock
-	log     hclog.Logger
-	access  hclog.Logger
-	app     *fiber.App
-	auth    *authenticator
-	version string
-	ua      string
+	cfg      *config.Config
+	eng      *engine.Engine
+	proxy    *proxy.Proxy
+	clock    engine.Clock
+	log      hclog.Logger
+	app      *fiber.App
+	auth     *authenticator
+	version  string
+	metrics  *metrics.Metrics
+	policies *policies.Pipeline
+	plugins  *plugins.Host
+	store    engine.Store
 
-	metrics *metrics.Metrics
-	leases  *lease.Manager
-	pins    *affinity.Pins
-	adm     *admission.Manager
-	// routing is the current topology with its combo strategies; the
-	// combos admin API swaps it atomically.
-	routing atomic.Pointer[routing]
+	// fileTopology is the topology of the configuration file.
+	fileTopology *topology.Topology
+	// view holds what the admin API and /v1/models show of the routing;
+	// the proxy holds the routing itself. comboMu serialises changes.
+	view    atomic.Pointer[view]
 	comboMu sync.Mutex
-	// fileTopo is the topology of the configuration file.
-	fileTopo   *topology.Topology
-	signals    *strategy.Signals
-	stratState *strategy.StateStore
-	stopFlush  context.CancelFunc
-	// baseCtx ends when the server shuts down: queued admissions and
-	// cooldown waits give up then.
+
+	// baseCtx is the context of every request; Shutdown cancels it, which
+	// ends queued admissions, waits and upstream calls.
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
-	policies   *policies.Pipeline
-	plugins    *plugins.Host
-	wall       *usagewall.Wall
-	// selfURL and internalToken let orchestrations call the gateway
-	// itself; selfClient is their HTTP client.
-	selfURL       string
-	internalToken string
-	selfClient    *http.Client
-	flushDone     chan struct{}
-	admEnv        admission.Defaults
-	store         engine.Store
-	// leasesInUse is true when some client key may hold session leases;
-	// only then do unleased requests check lease holders.
-	leasesInUse bool
-	reqPrefix   string
-	reqSeq      atomic.Uint64
+
+	reqPrefix string
+	reqSeq    atomic.Uint64
+
+	shutdown sync.Once
+
 	// console is the operator console's state (console.go).
 	console *console
 }
 
-// New builds a Server; it opens no socket.
+// New builds a Server; it opens no socket, reads no store and starts no
+// goroutine.
 func New(o Options) (*Server, error) {
-	if o.Config == nil || o.Topology == nil || o.Engine == nil || o.Logger == nil || o.Store == nil || o.Policies == nil || o.Plugins == nil {
-		return nil, errors.New("server: Config, Topology, Engine, Store, Policies, Plugins and Logger are required")
+	if o.Config == nil || o.Engine == nil || o.Proxy == nil || o.Logger == nil || o.Store == nil || o.Policies == nil || o.Plugins == nil {
+		return nil, errors.New("server: Config, Engine, Proxy, Store, Policies, Plugins and Logger are required")
 	}
 	if o.Clock == nil {
 		o.Clock = engine.SystemClock{}
@@ -127,72 +107,21 @@ func New(o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	sc := o.Config.Server
 	s := &Server{
-		cfg:     o.Config,
-		eng:     o.Engine,
-		clock:   o.Clock,
-		log:     o.Logger.Named("server"),
-		access:  o.Logger.Named("access"),
-		version: o.Version,
-		metrics: o.Metrics,
-		ua:      userAgentPrefix + o.Version,
-		pool: upstream.NewPool(upstream.Timeouts{
-			Connect:   time.Duration(sc.ConnectTimeoutMS) * time.Millisecond,
-			FirstByte: time.Duration(sc.FirstByteTimeoutMS) * time.Millisecond,
-			Idle:      time.Duration(sc.IdleTimeoutMS) * time.Millisecond,
-		}),
+		cfg: o.Config, eng: o.Engine, proxy: o.Proxy, clock: o.Clock, log: o.Logger, version: o.Version,
+		metrics: o.Metrics, policies: o.Policies, plugins: o.Plugins, store: o.Store,
+		auth: newAuthenticator(o.Config),
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
 	s.reqPrefix = hex.EncodeToString(rnd[:]) + "-"
-	s.auth = newAuthenticator(o.Config)
-	s.store = o.Store
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
-	s.policies, s.plugins = o.Policies, o.Plugins
-	var admErrs []error
-	s.adm, admErrs = newAdmission(context.Background(), o.Config, o.Engine.Settings(), o.Store, osLookupEnv)
-	for _, err := range admErrs {
-		s.log.Warn("admission settings", "error", err)
-	}
-	s.admEnv, _ = admission.EnvDefaults(osLookupEnv)
-	s.internalToken = newInternalToken()
-	s.selfClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, IdleConnTimeout: 90 * time.Second}}
-	s.wall = usagewall.New(o.Clock, nil)
-	s.signals = strategy.NewSignals(o.Clock)
-	s.stratState = strategy.NewStateStore(o.Store)
-	if err := s.stratState.Load(context.Background()); err != nil {
-		s.log.Warn("loading strategy positions", "error", err)
-	}
-	s.fileTopo = o.Topology
-	apiCombos, err := s.loadAPICombos(context.Background())
-	if err != nil {
-		s.log.Warn("loading combos defined through the admin API", "error", err)
-	}
-	if err := s.setRouting(o.Topology, apiCombos); err != nil {
-		s.log.Warn("combos defined through the admin API no longer fit the configuration; ignoring them", "error", err)
-		if err := s.setRouting(o.Topology, nil); err != nil {
-			return nil, err
-		}
-	}
-	fctx, stop := context.WithCancel(context.Background())
-	s.stopFlush, s.flushDone = stop, make(chan struct{})
-	go func() { defer close(s.flushDone); s.flushStrategyState(fctx) }()
-	if s.metrics != nil {
-		s.metrics.RegisterAdmission(s.adm.Snapshot)
-		s.metrics.RegisterPlugins(s.plugins.List)
-	}
-	s.leases = lease.New(o.Store, o.Clock, lease.Options{})
-	s.pins = affinity.New(o.Store, o.Clock)
-	for _, k := range o.Config.Keys {
-		if slices.Contains(k.Scopes, leaseapi.Scope) && len(k.AllowedConnections) > 0 {
-			s.leasesInUse = true
-		}
-	}
+	s.fileTopology = o.Proxy.Routing().Topology
+	s.view.Store(&view{routing: o.Proxy.Routing(), models: modelsList(s.fileTopology)})
 
-	limit := sc.MaxRequestBytes
+	limit := o.Config.Server.MaxRequestBytes
 	if limit <= 0 {
-		limit = 10 << 20
+		limit = config.DefaultMaxRequestBytes
 	}
 	s.app = fiber.New(fiber.Config{
 		AppName:               "breakwater",
@@ -206,6 +135,31 @@ func New(o Options) (*Server, error) {
 	})
 	s.routes()
 	return s, nil
+}
+
+// Start restores the console's persisted state and starts its sampler,
+// and installs the combos defined through the admin API (persisted in the
+// store) over the file's. A stored list that no longer fits the
+// configuration is logged and ignored.
+func (s *Server) Start(ctx context.Context) error {
+	s.startConsole(ctx)
+	apiCombos, err := s.loadAPICombos(ctx)
+	if err != nil {
+		s.log.Warn("loading combos defined through the admin API", "error", err)
+		return nil
+	}
+	if len(apiCombos) == 0 {
+		return nil
+	}
+	s.comboMu.Lock()
+	defer s.comboMu.Unlock()
+	v, err := s.buildView(apiCombos)
+	if err != nil {
+		s.log.Warn("combos defined through the admin API no longer fit the configuration; ignoring them", "error", err)
+		return nil
+	}
+	s.install(v)
+	return nil
 }
 
 func (s *Server) routes() {
@@ -224,7 +178,6 @@ func (s *Server) App() *fiber.App { return s.app }
 
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	s.selfURL = "http://" + ln.Addr().String()
 	s.log.Info("listening", "addr", ln.Addr().String())
 	if err := s.app.Listener(ln); err != nil {
 		return fmt.Errorf("server: %w", err)
@@ -232,22 +185,26 @@ func (s *Server) Serve(ln net.Listener) error {
 	return nil
 }
 
-// Shutdown stops accepting requests and waits up to the context's deadline
-// for running ones, then drops pooled upstream connections.
+// Shutdown cancels the requests' context (queued admissions, waits and
+// upstream calls end), stops accepting requests and waits up to the
+// context's deadline for running handlers. It is safe before Serve and
+// idempotent.
 func (s *Server) Shutdown(ctx context.Context) error {
-	timeout := 10 * time.Second
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = time.Until(dl)
-	}
-	s.cancelBase()
-	err := s.app.ShutdownWithTimeout(timeout)
-	s.pool.Close()
-	s.stopFlush()
-	<-s.flushDone
-	if err != nil {
-		return fmt.Errorf("server: shutdown: %w", err)
-	}
-	return nil
+	var err error
+	s.shutdown.Do(func() {
+		timeout := 10 * time.Second
+		if dl, ok := ctx.Deadline(); ok {
+			timeout = time.Until(dl)
+		}
+		s.cancelBase()
+		if e := s.app.ShutdownWithTimeout(timeout); e != nil {
+			err = fmt.Errorf("server: shutdown: %w", e)
+		}
+		if s.console != nil && s.console.sampled != nil {
+			<-s.console.sampled
+		}
+	})
+	return err
 }
 
 func (s *Server) nextRequestID() string {
@@ -279,10 +236,13 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 }
 
 func formatOf(c *fiber.Ctx) wire.Format {
-	if c.Path() == "/v1/messages" {
-		return wire.FormatAnthropic
+	switch c.Path() {
+	case "/v1/messages":
+		return wire.FormatMessages
+	case "/v1/responses":
+		return wire.FormatResponses
 	}
-	return wire.FormatOpenAI
+	return wire.FormatChat
 }
 
 // writeError answers e in format f.

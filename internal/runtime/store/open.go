@@ -28,7 +28,8 @@ const (
 )
 
 // Open opens the backend cfg.Backend names, judging expiry with clock and
-// logging under logger (nil discards). The caller owns the returned Store and
+// logging under logger (nil discards), which the caller names ("store");
+// the backend logs under its sub-logger "badger" or "redis". The caller owns the returned Store and
 // must Close it. Errors never contain the Redis URL's password.
 func Open(cfg config.State, clock engine.Clock, logger hclog.Logger) (engine.Store, error) {
 	if logger == nil {
@@ -40,7 +41,7 @@ func Open(cfg config.State, clock engine.Clock, logger hclog.Logger) (engine.Sto
 		if path == "" {
 			path = DefaultPath
 		}
-		s, err := badgerstore.Open(path, clock, logger)
+		s, err := badgerstore.Open(path, clock, logger.Named("badger"))
 		if err != nil {
 			return nil, fmt.Errorf("state store: %w", err)
 		}
@@ -51,7 +52,7 @@ func Open(cfg config.State, clock engine.Clock, logger hclog.Logger) (engine.Sto
 		if cfg.RedisURL.Value() == "" {
 			return nil, errors.New("state store: state.redis_url is required for backend redis")
 		}
-		s, err := redisstore.Open(cfg.RedisURL.Value(), clock, logger)
+		s, err := redisstore.Open(cfg.RedisURL.Value(), clock, logger.Named("redis"))
 		if err != nil {
 			return nil, fmt.Errorf("state store: %w", err)
 		}

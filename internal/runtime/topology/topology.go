@@ -11,21 +11,15 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
-)
-
-// Kind is a provider's wire format.
-type Kind string
-
-// Provider kinds.
-const (
-	KindOpenAI    Kind = "openai"
-	KindAnthropic Kind = "anthropic"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 )
 
 // Provider is one upstream service.
 type Provider struct {
-	ID          string
-	Kind        Kind
+	ID string
+	// Adapter is the provider kind's wire protocol: endpoints, credential
+	// header, translators and stream event reader.
+	Adapter     *provider.Adapter
 	Profile     engine.Profile
 	BaseURL     string
 	Models      []string
@@ -119,9 +113,13 @@ type Topology struct {
 func Build(cfg *config.Config) (*Topology, error) {
 	t := &Topology{providers: map[string]*Provider{}, combos: map[string]*Combo{}}
 	for _, pc := range cfg.Providers {
+		a, ok := provider.ForKind(pc.Kind)
+		if !ok {
+			return nil, fmt.Errorf("providers: %s: unknown kind %q", pc.ID, pc.Kind)
+		}
 		p := &Provider{
 			ID:      pc.ID,
-			Kind:    Kind(pc.Kind),
+			Adapter: a,
 			Profile: engine.Profile(pc.Profile),
 			BaseURL: strings.TrimRight(pc.BaseURL, "/"),
 

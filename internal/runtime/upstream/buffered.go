@@ -22,7 +22,7 @@ var ErrDeadline = errors.New("upstream deadline exceeded")
 
 // Buffers reports whether DoBuffered serves a route: direct connections
 // (with or without a local address); calls through a proxy use Do.
-func Buffers(r Route) bool { return r.ProxyURL == "" }
+func (p *Pool) Buffers(r Route) bool { return r.ProxyURL == "" }
 
 // fastClient returns the route's synchronous client, creating it on first
 // use. The request is written and the answer read in the calling

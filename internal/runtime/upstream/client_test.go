@@ -122,7 +122,7 @@ func TestDoBufferedReadsTheWholeAnswerFromTheBoundAddress(t *testing.T) {
 	defer srv.Close()
 	p := NewPool(Timeouts{})
 	defer p.Close()
-	if !Buffers(Route{LocalAddress: "127.0.0.4"}) || Buffers(Route{ProxyURL: "http://127.0.0.1:1"}) {
+	if !p.Buffers(Route{LocalAddress: "127.0.0.4"}) || p.Buffers(Route{ProxyURL: "http://127.0.0.1:1"}) {
 		t.Fatal("Buffers: direct routes use the synchronous client, proxied ones do not")
 	}
 	h := http.Header{}

@@ -2,18 +2,48 @@ package wire
 
 import (
 	"encoding/json"
+	"errors"
 	"strconv"
 	"time"
 )
 
-// Format is a client wire format.
-type Format int
+// Format is an API wire format: the one a client speaks, and the one an
+// upstream endpoint speaks. It is the gateway's only format enum; the
+// provider adapters (runtime/provider) map formats to endpoints,
+// translators and stream event readers.
+type Format uint8
 
-// The two client wire formats.
+// The wire formats.
 const (
-	FormatOpenAI Format = iota
-	FormatAnthropic
+	// FormatChat is OpenAI Chat Completions (POST /v1/chat/completions).
+	FormatChat Format = iota
+	// FormatMessages is Anthropic Messages (POST /v1/messages).
+	FormatMessages
+	// FormatResponses is OpenAI Responses (POST /v1/responses).
+	FormatResponses
+	// NumFormats is the number of formats, for tables indexed by Format.
+	NumFormats
 )
+
+// String returns the format's name: chat_completions, messages or
+// responses.
+func (f Format) String() string {
+	switch f {
+	case FormatChat:
+		return "chat_completions"
+	case FormatMessages:
+		return "messages"
+	case FormatResponses:
+		return "responses"
+	}
+	return "unknown"
+}
+
+// Header is one HTTP header: a request header forwarded upstream or a
+// response header of an answer.
+type Header struct {
+	Name, Value string
+}
 
 // APIError is an error answered to a client, in either wire format.
 type APIError struct {
@@ -52,7 +82,9 @@ func CeilSeconds(d time.Duration) int64 {
 	return s
 }
 
-// Body renders the error in the given wire format.
+// Body renders the error in the given wire format: the Anthropic shape
+// {"type": "error", "error": {...}} for FormatMessages, the OpenAI shape
+// {"error": {...}} otherwise.
 func (e *APIError) Body(f Format) []byte {
 	obj := make(map[string]any, 4+len(e.Extra))
 	for k, v := range e.Extra {
@@ -67,7 +99,7 @@ func (e *APIError) Body(f Format) []byte {
 		obj["param"] = e.Param
 	}
 	var doc any
-	if f == FormatAnthropic {
+	if f == FormatMessages {
 		doc = map[string]any{"type": "error", "error": obj}
 	} else {
 		doc = map[string]any{"error": obj}
@@ -82,6 +114,16 @@ func (e *APIError) Body(f Format) []byte {
 // InvalidRequest returns a 400 invalid_request_error naming field.
 func InvalidRequest(field, msg string) *APIError {
 	return &APIError{Status: 400, Type: "invalid_request_error", Code: "invalid_request_error", Param: field, Message: field + ": " + msg}
+}
+
+// InvalidRequestFor returns the 400 of an unusable request body: naming
+// the field of a *FieldError, else field.
+func InvalidRequestFor(err error, field string) *APIError {
+	var fe *FieldError
+	if errors.As(err, &fe) {
+		return InvalidRequest(fe.Field, fe.Message)
+	}
+	return InvalidRequest(field, err.Error())
 }
 
 // ErrorFields reads {"error": {"code", "type"}} from an upstream error body; a

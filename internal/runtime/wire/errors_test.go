@@ -22,7 +22,7 @@ func TestAPIErrorShapes(t *testing.T) {
 	if e.RetryAfterSeconds() != "2" {
 		t.Fatalf("Retry-After rounds up: %q", e.RetryAfterSeconds())
 	}
-	if got := string(e.Body(FormatAnthropic)); got != `{"error":{"code":"rate_limit_error","message":"slow","type":"rate_limit_error"},"type":"error"}` {
+	if got := string(e.Body(FormatMessages)); got != `{"error":{"code":"rate_limit_error","message":"slow","type":"rate_limit_error"},"type":"error"}` {
 		t.Fatalf("anthropic shape %s", got)
 	}
 }

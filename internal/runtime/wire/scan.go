@@ -68,6 +68,15 @@ func ParseResponses(body []byte) (Request, error) {
 	return r, nil
 }
 
+// ParseFor parses a request body of client format f: ParseResponses for
+// the Responses API, Parse otherwise.
+func ParseFor(f Format, body []byte) (Request, error) {
+	if f == FormatResponses {
+		return ParseResponses(body)
+	}
+	return Parse(body)
+}
+
 // WithoutBackground returns body with "background": true turned into
 // false, for serving a background request synchronously. The original body
 // is not modified.

@@ -89,7 +89,6 @@ func Open(dir string, clock engine.Clock, logger hclog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	logger = logger.Named("store.badger")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("badgerstore: create %q: %w", dir, err)
 	}

@@ -158,7 +158,7 @@ func TestBadgerLogRouting(t *testing.T) {
 				t.Fatal(err)
 			}
 			out := buf.String()
-			if got := strings.Contains(out, "bw.store.badger"); got != tt.wantBadger {
+			if got := strings.Contains(out, "[DEBUG] bw: "); got != tt.wantBadger {
 				t.Fatalf("at %s, Badger lines present = %v, want %v; log:\n%s", tt.level, got, tt.wantBadger, out)
 			}
 			if strings.Contains(out, "[INFO]") {

@@ -118,7 +118,6 @@ func Open(rawURL string, clock engine.Clock, logger hclog.Logger, opts ...Option
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	logger = logger.Named("store.redis")
 	safe := redactURL(rawURL)
 	ropts, err := redis.ParseURL(rawURL)
 	if err != nil {

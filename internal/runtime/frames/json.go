@@ -1,4 +1,4 @@
-package watchdog
+package frames
 
 import (
 	"unicode/utf8"

@@ -1,4 +1,4 @@
-package server
+package proxy
 
 import (
 	"bytes"
@@ -18,10 +18,11 @@ import (
 const maxWallRetries = 32
 
 // wallConfig is the usage-wall configuration of a candidate; ok is false
-// when the connection opted into neither feature.
+// when the provider kind has no usage wall or the connection opted into
+// neither feature (docs/resilience.md §2b).
 func wallConfig(cd topology.Candidate) (usagewall.Config, bool) {
 	c := cd.Connection
-	if cd.Provider.Kind != topology.KindAnthropic || (!c.LowPriorityMode && !c.AutoLimitReset) {
+	if !cd.Provider.Adapter.UsageWall() || (!c.LowPriorityMode && !c.AutoLimitReset) {
 		return usagewall.Config{}, false
 	}
 	return usagewall.Config{LowPriorityMode: c.LowPriorityMode, AutoLimitReset: c.AutoLimitReset, OrgUUID: c.OrganizationUUID}, true
@@ -29,36 +30,29 @@ func wallConfig(cd topology.Candidate) (usagewall.Config, bool) {
 
 // wallRetry asks the usage wall what to do with an upstream answer of a
 // Claude subscription connection. It reports whether to retry the same
-// connection now (after any wait it performed); the intercepted 429 then
-// never reaches the cooldown path.
-func (s *Server) wallRetry(ctx context.Context, cd topology.Candidate, cfg usagewall.Config, status int, h http.Header, slow bool, started time.Time) bool {
+// connection now (after any wait it performed, on the proxy's clock); the
+// intercepted 429 then never reaches the cooldown path.
+func (p *Proxy) wallRetry(ctx context.Context, cd topology.Candidate, cfg usagewall.Config, status int, h http.Header, slow bool, started time.Time) bool {
 	resp := usagewall.Response{Status: status, Header: lowerHeaders(h), Slow: slow,
-		RemainingStart: s.pool.Timeouts().FirstByte - time.Since(started)}
-	d := s.wall.OnResponse(cd.Connection.Ref, cfg, resp)
+		RemainingStart: p.up.Timeouts().FirstByte - time.Since(started)}
+	d := p.wall.OnResponse(cd.Connection.Ref, cfg, resp)
 	if d.Action == usagewall.ActionTryReset {
-		d = s.wall.OnResetResult(cd.Connection.Ref, cfg, resp, s.resetFlow(ctx, cd, cfg))
+		d = p.wall.OnResetResult(cd.Connection.Ref, cfg, resp, p.resetFlow(ctx, cd, cfg))
 	}
 	switch d.Action {
 	case usagewall.ActionRetry:
 		return true
 	case usagewall.ActionWaitAndRetry:
-		t := time.NewTimer(d.Wait)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		return p.pause(ctx, d.Wait)
 	case usagewall.ActionEnded:
-		s.log.Info("usage-wall lane ended", "provider", cd.Provider.ID, "connection", cd.Connection.ID, "reason", d.EndReason)
+		p.log.Info("usage-wall lane ended", "provider", cd.Provider.ID, "connection", cd.Connection.ID, "reason", d.EndReason)
 	}
 	return false
 }
 
 // resetFlow performs the session-limit reset of §2b: probe the usage
 // endpoint and, when a reset is offered, claim it.
-func (s *Server) resetFlow(ctx context.Context, cd topology.Candidate, cfg usagewall.Config) usagewall.ResetOutcome {
+func (p *Proxy) resetFlow(ctx context.Context, cd topology.Candidate, cfg usagewall.Config) usagewall.ResetOutcome {
 	base := strings.TrimSuffix(cd.Provider.BaseURL, "/v1")
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
 	call := func(method, url string, body []byte) (int, []byte, error) {
@@ -70,10 +64,9 @@ func (s *Server) resetFlow(ctx context.Context, cd topology.Candidate, cfg usage
 		if err != nil {
 			return 0, nil, err
 		}
-		req.Header.Set("x-api-key", cd.Connection.APIKey)
-		req.Header.Set("anthropic-version", "2023-06-01")
+		cd.Provider.Adapter.SetHeaders(req.Header, cd.Connection.APIKey, nil)
 		req.Header.Set("Content-Type", "application/json")
-		resp, err := s.pool.Do(req, route, nil)
+		resp, err := p.up.Do(req, route, nil)
 		if err != nil {
 			return 0, nil, err
 		}

@@ -1,97 +1,30 @@
-package watchdog
+// Package frames reads upstream stream events: it tells what one SSE event
+// of a wire format means to the stream watchdogs (docs/resilience.md §8,
+// §9) — model output (text, reasoning, tool call), lifecycle, keep-alive,
+// usage, error or the final event — and how many useful bytes of assistant
+// text it carries. The provider adapters (runtime/provider) hand the
+// reader of their upstream format to the stream relay; the watchdogs of
+// engine/watchdog only ever see the resulting frames.
+//
+// The readers never decode an event: a minimal JSON walker visits the few
+// members they need. They are pure, goroutine-safe and never retain an
+// event.
+package frames
 
 import (
 	"bytes"
 
+	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
 )
 
-// Format is the wire format of a stream.
-type Format int
+// Reader tells what one upstream event of its wire format means. Chat,
+// Messages and Responses are the readers of the three formats.
+type Reader func(ev sse.Event) Info
 
-// The stream formats a watchdog understands.
-const (
-	// OpenAIChat is OpenAI Chat Completions (chat.completion.chunk events
-	// ended by "data: [DONE]").
-	OpenAIChat Format = iota
-	// AnthropicMessages is the Anthropic Messages event stream.
-	AnthropicMessages
-	// OpenAIResponses is the OpenAI Responses event stream.
-	OpenAIResponses
-)
-
-// String returns the format's name.
-func (f Format) String() string {
-	switch f {
-	case OpenAIChat:
-		return "openai_chat"
-	case AnthropicMessages:
-		return "anthropic_messages"
-	case OpenAIResponses:
-		return "openai_responses"
-	}
-	return "unknown"
-}
-
-// Frame is what one stream event means to the watchdogs.
-type Frame int
-
-// Frame kinds. Only FrameContent, FrameReasoning and FrameToolCall are
-// model output; only FrameContent carries useful bytes.
-const (
-	// FrameLifecycle is structure or metadata: message/response start,
-	// block start/stop of text, an empty text delta, a finish chunk.
-	FrameLifecycle Frame = iota
-	// FrameContent is a non-empty text delta of the assistant's answer.
-	FrameContent
-	// FrameReasoning is reasoning: thinking deltas (even empty), signatures,
-	// redacted thinking, Responses reasoning items and summaries.
-	FrameReasoning
-	// FrameToolCall is a tool call being streamed.
-	FrameToolCall
-	// FramePing is a keep-alive: an SSE comment or a ping event.
-	FramePing
-	// FrameError is an error event from upstream.
-	FrameError
-	// FrameUsage is a usage-only event.
-	FrameUsage
-	// FrameDone is the stream's final event ([DONE], message_stop,
-	// response.completed or response.incomplete).
-	FrameDone
-)
-
-// String returns the frame kind's name.
-func (f Frame) String() string {
-	switch f {
-	case FrameLifecycle:
-		return "lifecycle"
-	case FrameContent:
-		return "content"
-	case FrameReasoning:
-		return "reasoning"
-	case FrameToolCall:
-		return "tool_call"
-	case FramePing:
-		return "ping"
-	case FrameError:
-		return "error"
-	case FrameUsage:
-		return "usage"
-	case FrameDone:
-		return "done"
-	}
-	return "unknown"
-}
-
-// Output reports whether the frame is model output (content, reasoning or a
-// tool call), the progress the content-stall watchdog waits for.
-func (f Frame) Output() bool {
-	return f == FrameContent || f == FrameReasoning || f == FrameToolCall
-}
-
-// Info is what Inspect learns from one event.
+// Info is what a Reader learns from one event.
 type Info struct {
-	Frame Frame
+	Frame watchdog.Frame
 	// Bytes is the UTF-8 length of the event's assistant text (text deltas
 	// only; never reasoning, tool arguments or metadata).
 	Bytes int
@@ -103,40 +36,53 @@ type Info struct {
 	Usage bool
 }
 
-// Classify returns the frame kind of ev in format and its useful bytes
-// (the UTF-8 length of text deltas only). It is Inspect without the extra
-// flags. It is pure and goroutine-safe.
-func Classify(format Format, ev sse.Event) (Frame, int) {
-	in := Inspect(format, ev)
-	return in.Frame, in.Bytes
-}
-
 var doneData = []byte("[DONE]")
 
-// Inspect classifies one upstream event of the given format. Comments and
-// blocks without data are pings; data that is not a JSON object is
-// lifecycle. It is pure and goroutine-safe; it never retains ev.
-func Inspect(format Format, ev sse.Event) Info {
+// Chat reads an OpenAI Chat Completions event (chat.completion.chunk
+// objects ended by "data: [DONE]").
+func Chat(ev sse.Event) Info {
+	var t topLevel
+	if in, ok := t.common(ev); !ok {
+		return in
+	}
+	return t.chat()
+}
+
+// Messages reads an Anthropic Messages event.
+func Messages(ev sse.Event) Info {
+	var t topLevel
+	if in, ok := t.common(ev); !ok {
+		return in
+	}
+	return t.anthropic(ev.Event)
+}
+
+// Responses reads an OpenAI Responses event.
+func Responses(ev sse.Event) Info {
+	var t topLevel
+	if in, ok := t.common(ev); !ok {
+		return in
+	}
+	return t.responses(ev.Event)
+}
+
+// common handles what every format shares: comments and blocks without
+// data are pings, "[DONE]" is the final event, an event named "error" is
+// an error. Otherwise it reads the event's top-level members and reports
+// ok; data that is not a JSON object is then lifecycle.
+func (t *topLevel) common(ev sse.Event) (Info, bool) {
 	if ev.Comment || len(ev.Data) == 0 || ev.Event == "ping" || ev.Event == "keepalive" {
-		return Info{Frame: FramePing}
+		return Info{Frame: watchdog.FramePing}, false
 	}
 	data := bytes.TrimSpace(ev.Data)
 	if bytes.Equal(data, doneData) {
-		return Info{Frame: FrameDone, Terminal: true}
+		return Info{Frame: watchdog.FrameDone, Terminal: true}, false
 	}
 	if ev.Event == "error" {
-		return Info{Frame: FrameError}
+		return Info{Frame: watchdog.FrameError}, false
 	}
-	var t topLevel
 	t.read(data)
-	switch format {
-	case AnthropicMessages:
-		return t.anthropic(ev.Event)
-	case OpenAIResponses:
-		return t.responses(ev.Event)
-	default:
-		return t.chat()
-	}
+	return Info{}, true
 }
 
 // topLevel holds the raw top-level members of an event's JSON that
@@ -179,7 +125,7 @@ func (t *topLevel) read(data []byte) {
 // chat classifies an OpenAI Chat Completions chunk.
 func (t *topLevel) chat() Info {
 	if present(t.errObj) {
-		return Info{Frame: FrameError}
+		return Info{Frame: watchdog.FrameError}
 	}
 	var in Info
 	var reasoning, tool bool
@@ -224,15 +170,15 @@ func (t *topLevel) chat() Info {
 	in.Usage = isObject(t.usage)
 	switch {
 	case in.Bytes > 0:
-		in.Frame = FrameContent
+		in.Frame = watchdog.FrameContent
 	case tool:
-		in.Frame = FrameToolCall
+		in.Frame = watchdog.FrameToolCall
 	case reasoning:
-		in.Frame = FrameReasoning
+		in.Frame = watchdog.FrameReasoning
 	case in.Usage && !in.Terminal:
-		in.Frame = FrameUsage
+		in.Frame = watchdog.FrameUsage
 	default:
-		in.Frame = FrameLifecycle
+		in.Frame = watchdog.FrameLifecycle
 	}
 	return in
 }
@@ -245,23 +191,23 @@ func (t *topLevel) anthropic(name string) Info {
 	}
 	switch typ {
 	case "ping":
-		return Info{Frame: FramePing}
+		return Info{Frame: watchdog.FramePing}
 	case "error":
-		return Info{Frame: FrameError}
+		return Info{Frame: watchdog.FrameError}
 	case "message_start":
-		return Info{Frame: FrameLifecycle, Usage: isObject(field(t.message, "usage"))}
+		return Info{Frame: watchdog.FrameLifecycle, Usage: isObject(field(t.message, "usage"))}
 	case "content_block_start":
 		switch string(stringValue(field(t.block, "type"))) {
 		case "thinking", "redacted_thinking":
-			return Info{Frame: FrameReasoning}
+			return Info{Frame: watchdog.FrameReasoning}
 		case "tool_use", "server_tool_use", "mcp_tool_use":
-			return Info{Frame: FrameToolCall}
+			return Info{Frame: watchdog.FrameToolCall}
 		case "text":
 			if n := textBytes(field(t.block, "text")); n > 0 {
-				return Info{Frame: FrameContent, Bytes: n}
+				return Info{Frame: watchdog.FrameContent, Bytes: n}
 			}
 		}
-		return Info{Frame: FrameLifecycle}
+		return Info{Frame: watchdog.FrameLifecycle}
 	case "content_block_delta":
 		var dtyp, text []byte
 		members(t.delta, func(k, v []byte) bool {
@@ -276,31 +222,31 @@ func (t *topLevel) anthropic(name string) Info {
 		switch string(dtyp) {
 		case "text_delta":
 			if n := textBytes(text); n > 0 {
-				return Info{Frame: FrameContent, Bytes: n}
+				return Info{Frame: watchdog.FrameContent, Bytes: n}
 			}
-			return Info{Frame: FrameLifecycle}
+			return Info{Frame: watchdog.FrameLifecycle}
 		case "thinking_delta", "signature_delta", "redacted_thinking_delta":
-			return Info{Frame: FrameReasoning}
+			return Info{Frame: watchdog.FrameReasoning}
 		case "input_json_delta":
-			return Info{Frame: FrameToolCall}
+			return Info{Frame: watchdog.FrameToolCall}
 		}
-		return Info{Frame: FrameLifecycle}
+		return Info{Frame: watchdog.FrameLifecycle}
 	case "message_delta":
-		in := Info{Frame: FrameLifecycle, Usage: isObject(t.usage)}
+		in := Info{Frame: watchdog.FrameLifecycle, Usage: isObject(t.usage)}
 		if present(field(t.delta, "stop_reason")) {
 			in.Terminal = true
 		}
 		if in.Usage {
-			in.Frame = FrameUsage
+			in.Frame = watchdog.FrameUsage
 		}
 		return in
 	case "message_stop":
-		return Info{Frame: FrameDone, Terminal: true}
+		return Info{Frame: watchdog.FrameDone, Terminal: true}
 	}
 	if !t.object && typ == "" {
-		return Info{Frame: FramePing}
+		return Info{Frame: watchdog.FramePing}
 	}
-	return Info{Frame: FrameLifecycle}
+	return Info{Frame: watchdog.FrameLifecycle}
 }
 
 // responses classifies an OpenAI Responses event.
@@ -312,38 +258,38 @@ func (t *topLevel) responses(name string) Info {
 	switch string(typ) {
 	case "response.output_text.delta", "response.refusal.delta":
 		if n := textBytes(t.delta); n > 0 {
-			return Info{Frame: FrameContent, Bytes: n}
+			return Info{Frame: watchdog.FrameContent, Bytes: n}
 		}
-		return Info{Frame: FrameLifecycle}
+		return Info{Frame: watchdog.FrameLifecycle}
 	case "response.completed", "response.incomplete":
-		return Info{Frame: FrameDone, Terminal: true, Usage: isObject(field(t.response, "usage"))}
+		return Info{Frame: watchdog.FrameDone, Terminal: true, Usage: isObject(field(t.response, "usage"))}
 	case "response.failed", "error":
-		return Info{Frame: FrameError}
+		return Info{Frame: watchdog.FrameError}
 	case "keepalive", "ping":
-		return Info{Frame: FramePing}
+		return Info{Frame: watchdog.FramePing}
 	case "response.output_item.added", "response.output_item.done":
 		it := stringValue(field(t.item, "type"))
 		switch {
 		case string(it) == "reasoning":
-			return Info{Frame: FrameReasoning}
+			return Info{Frame: watchdog.FrameReasoning}
 		case bytes.HasSuffix(it, []byte("_call")):
-			return Info{Frame: FrameToolCall}
+			return Info{Frame: watchdog.FrameToolCall}
 		}
-		return Info{Frame: FrameLifecycle}
+		return Info{Frame: watchdog.FrameLifecycle}
 	}
 	switch {
 	case bytes.HasPrefix(typ, []byte("response.reasoning")):
 		// reasoning_text / reasoning_summary_text / reasoning_summary_part
-		return Info{Frame: FrameReasoning}
+		return Info{Frame: watchdog.FrameReasoning}
 	case bytes.HasPrefix(typ, []byte("response.function_call_arguments.")),
 		bytes.HasPrefix(typ, []byte("response.custom_tool_call_input.")),
 		bytes.HasPrefix(typ, []byte("response.mcp_call")),
 		bytes.Contains(typ, []byte("_call.")),
 		bytes.Contains(typ, []byte("_call_")):
-		return Info{Frame: FrameToolCall}
+		return Info{Frame: watchdog.FrameToolCall}
 	}
 	if !t.object && len(typ) == 0 {
-		return Info{Frame: FramePing}
+		return Info{Frame: watchdog.FramePing}
 	}
-	return Info{Frame: FrameLifecycle}
+	return Info{Frame: watchdog.FrameLifecycle}
 }

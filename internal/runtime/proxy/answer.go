@@ -1,0 +1,227 @@
+package proxy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
+	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
+)
+
+// answer starts the request's Result with the headers decided along the
+// way. A request has one Result: it lives in the request's state.
+func (p *Proxy) answer(x *state, status int) *Result {
+	res := &x.res
+	*res = Result{Status: status, Header: append(x.hdr[:0], x.header...)}
+	return res
+}
+
+// fail answers a gateway error in the client's format.
+func (p *Proxy) fail(x *state, e *wire.APIError) *Result {
+	res := p.answer(x, e.Status)
+	if ra := e.RetryAfterSeconds(); ra != "" {
+		res.set("Retry-After", ra)
+	}
+	res.set("Content-Type", "application/json")
+	res.Body = e.Body(x.format)
+	res.Code = e.Code
+	res.Route = x.route()
+	return res
+}
+
+// Reject answers a request refused before Serve (an invalid body, a
+// plugin's rejection) with e, and writes its access line: every client
+// request gets one.
+func (p *Proxy) Reject(req *Request, e *wire.APIError) *Result {
+	x := p.newState(req)
+	res := p.fail(x, e)
+	p.finish(x, res.Status, res.Code)
+	return res
+}
+
+// answerBuffered answers with a whole 2xx upstream answer, translated to
+// the client's format when the provider speaks another.
+func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h http.Header, rb []byte) *Result {
+	if ex.Translated() {
+		var err error
+		if rb, err = ex.Response(rb, cd.Model); err != nil {
+			// The upstream answered 2xx with a body we cannot read: a
+			// broken answer from this target, not the client's fault.
+			p.recordFailure(ctx, x, cd, 502, nil, nil, fmt.Errorf("translating the upstream answer: %w", err))
+			return nil
+		}
+		h.Set("Content-Type", "application/json")
+	}
+	x.final = cd
+	p.recordSuccess(ctx, x, cd)
+	res := p.answer(x, status)
+	res.Header = routeHeaders(res.Header, x, cd)
+	copyResponseHeaders(res, h)
+	res.Body = rb
+	res.Route = x.route()
+	return res
+}
+
+// answerExhausted answers a request whose candidates all failed or were
+// excluded: 503 all_targets_cooling_down with diagnostics when nothing was
+// attempted, else the last failure (the upstream's error body in the
+// client's format, with its Retry-After).
+func (p *Proxy) answerExhausted(x *state, pool int) *Result {
+	if x.last == nil {
+		now := p.clock.Now()
+		var earliest time.Time
+		for _, e := range x.excluded {
+			if !e.until.IsZero() && (earliest.IsZero() || e.until.Before(earliest)) {
+				earliest = e.until
+			}
+		}
+		var wait time.Duration
+		if !earliest.IsZero() {
+			wait = max(earliest.Sub(now), time.Second)
+		}
+		return p.fail(x, &wire.APIError{Status: 503, Type: "server_error", Code: "all_targets_cooling_down", RetryAfter: wait,
+			Message: fmt.Sprintf("every target of %q is temporarily excluded by resilience timers", x.req.Parsed.Model),
+			Extra:   map[string]any{"diagnostics": x.diagnostics(pool, now)}})
+	}
+	f := x.last
+	// The route headers go first: an upstream header never overrides them.
+	x.header = routeHeaders(x.header, x, f.cand)
+	retry := f.outcome.RetryHint
+	if f.outcome.ClientRetryAfter > 0 {
+		retry = f.outcome.ClientRetryAfter
+	}
+	status := f.outcome.Status
+	if status == 0 {
+		status = f.status
+	}
+	switch {
+	case f.status == 0:
+		msg := "upstream request failed"
+		if f.outcome.Message != "" {
+			msg = f.outcome.Message
+		}
+		return p.fail(x, &wire.APIError{Status: 502, Type: "upstream_error", Code: "upstream_unreachable", RetryAfter: retry,
+			Message: fmt.Sprintf("%s (provider %s)", msg, f.cand.Provider.ID)})
+	case len(f.body) > 0 && json.Valid(f.body):
+		res := p.answer(x, status)
+		if retry > 0 {
+			res.set("Retry-After", strconv.FormatInt(wire.CeilSeconds(retry), 10))
+		}
+		copyResponseHeaders(res, f.header)
+		res.set("Content-Type", "application/json")
+		res.Body = f.cand.Provider.Adapter.Exchange(x.format).Error(status, f.body)
+		res.Code = string(f.outcome.Reason)
+		res.Route = x.route()
+		return res
+	}
+	return p.fail(x, &wire.APIError{Status: status, Type: "upstream_error", Code: string(f.outcome.Reason), RetryAfter: retry,
+		Message: fmt.Sprintf("upstream %s answered HTTP %d", f.cand.Provider.ID, f.status)})
+}
+
+// answerPreDispatch answers a request that made no attempt (§6): 429
+// rate_limit_error for short transient locks, 503 ALL_TARGETS_SKIPPED for
+// quota/auth/not-found skips, 503 all_targets_cooling_down with
+// diagnostics, or 404 no_executable_targets for an empty pool.
+func (p *Proxy) answerPreDispatch(x *state, d strategy.Decision, pool int) *Result {
+	model := x.req.Parsed.Model
+	switch d.Code {
+	case strategy.CodeRateLimit:
+		return p.fail(x, &wire.APIError{Status: d.Status, Type: "rate_limit_error", Code: d.Code, RetryAfter: d.RetryAfter,
+			Message: fmt.Sprintf("every target of %q is rate limited for a short while", model),
+			Extra:   map[string]any{"retry_after": wire.CeilSeconds(d.RetryAfter), "reset_at": d.ResetAt.UTC().Format(time.RFC3339Nano)}})
+	case strategy.CodeAllTargetsSkipped:
+		return p.fail(x, &wire.APIError{Status: d.Status, Type: "server_error", Code: d.Code,
+			Message: fmt.Sprintf("every target of %q was skipped (quota, auth or not found)", model),
+			Extra:   map[string]any{"diagnostics": x.diagnostics(pool, p.clock.Now())}})
+	case strategy.CodeNoExecutableTargets:
+		return p.fail(x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: d.Code,
+			Message: fmt.Sprintf("no executable target for %q", model)})
+	}
+	return p.answerExhausted(x, pool)
+}
+
+// routeHeaders appends the route headers of docs/api.md for cd.
+func routeHeaders(h []wire.Header, x *state, cd topology.Candidate) []wire.Header {
+	return append(h,
+		wire.Header{Name: "X-Breakwater-Provider", Value: cd.Provider.ID},
+		wire.Header{Name: "X-Breakwater-Connection", Value: cd.Connection.ID},
+		wire.Header{Name: "X-Breakwater-Model", Value: cd.Model},
+		wire.Header{Name: "X-Breakwater-Attempts", Value: strconv.Itoa(x.attempts)})
+}
+
+// copyResponseHeaders passes through the upstream headers a client may
+// use: content type, request ids and rate-limit information. Names in an
+// http.Header are canonical, so they compare without lower-casing.
+func copyResponseHeaders(res *Result, h http.Header) {
+	for k, v := range h {
+		if len(v) == 0 {
+			continue
+		}
+		switch {
+		case k == "Content-Type", k == "X-Request-Id", k == "Request-Id", k == "Retry-After", k == "Openai-Processing-Ms",
+			strings.HasPrefix(k, "X-Ratelimit-"), strings.HasPrefix(k, "Anthropic-Ratelimit-"):
+			res.set(k, v[0])
+		}
+	}
+}
+
+// finish writes the request's one access line and its request metric; an
+// orchestration's internal call is counted apart and logs at debug level.
+func (p *Proxy) finish(x *state, status int, code string) {
+	r := x.route()
+	total := time.Since(x.start)
+	if x.req.Internal {
+		if p.metrics != nil {
+			p.metrics.InternalRequest(r.Provider, x.routedModel(), status, code)
+		}
+		if p.log.IsDebug() {
+			p.log.Debug("internal call", "request_id", x.req.ID, "model", x.req.Parsed.Model, "provider", r.Provider,
+				"attempts", r.Attempts, "status", status, "code", code, "total_ms", total.Milliseconds())
+		}
+		return
+	}
+	if p.metrics != nil {
+		p.metrics.Request(x.format.String(), r.Provider, x.routedModel(), status, code, r.Attempts, total, x.upstreamTime)
+	}
+	if !p.access.IsInfo() {
+		return
+	}
+	p.access.Info("request", "request_id", x.req.ID, "model", x.req.Parsed.Model, "provider", r.Provider, "connection", r.Connection,
+		"attempts", r.Attempts, "status", status, "code", code, "stream", x.stream,
+		"upstream_ms", x.upstreamTime.Milliseconds(), "total_ms", total.Milliseconds())
+}
+
+// wrongEndpoint is the 400 of a model none of whose providers serves the
+// client's format.
+func wrongEndpoint(model string, f wire.Format) *wire.APIError {
+	return &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "wrong_endpoint", Param: "model",
+		Message: fmt.Sprintf("model %q has no provider that serves the %s API; the Responses API is passed through to OpenAI-kind providers only", model, f)}
+}
+
+// cancelled is the answer of a request whose context ended while it
+// waited: the gateway shuts down (or the client left).
+func cancelled() *wire.APIError {
+	return &wire.APIError{Status: 503, Type: "server_error", Code: "shutting_down", Message: "the gateway is shutting down", RetryAfter: time.Second}
+}
+
+// admissionError renders an admission refusal for the client.
+func admissionError(err error) *wire.APIError {
+	var ae *admission.Error
+	if errors.As(err, &ae) {
+		typ := "rate_limit_error"
+		if ae.Status >= 500 {
+			typ = "server_error"
+		}
+		return &wire.APIError{Status: ae.Status, Type: typ, Code: ae.Code, Message: ae.Message, RetryAfter: ae.RetryAfter}
+	}
+	return &wire.APIError{Status: 499, Type: "client_error", Code: "client_closed_request", Message: "the request was cancelled while queued"}
+}

@@ -1,0 +1,276 @@
+package proxy
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptrace"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
+	"github.com/breakwater-dev/breakwater/internal/runtime/relay"
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
+)
+
+// maxErrorBody bounds how much of an upstream error body is read and
+// handed to classification.
+const maxErrorBody = 64 << 10
+
+// attempt makes one upstream call to cd. It returns the answer when the
+// attempt ended the request: a success, a committed stream, or a local
+// error (an untranslatable body, the execution budget). It returns nil
+// when the caller may fail over: then x.last holds the recorded failure,
+// or x.admissionErr the local admission refusal (x.last unchanged).
+func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body []byte, cd topology.Candidate) *Result {
+	if err := p.adm.Precheck(cd.Provider.ID, cd.Connection.ID); err != nil {
+		p.admissionRefused(x, cd, err)
+		return nil
+	}
+	ex := cd.Provider.Adapter.Exchange(x.format)
+	out, err := ex.Request(body, parsed, cd.Model)
+	if err != nil {
+		return p.fail(x, wire.InvalidRequestFor(err, "body"))
+	}
+	ticket, err := p.adm.Acquire(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model)
+	if err != nil {
+		p.admissionRefused(x, cd, err)
+		return nil
+	}
+	x.attempts++
+	if p.metrics != nil && ticket.QueueWait() > 0 {
+		p.metrics.AdmissionWait(ticket.QueueWait())
+	}
+	budget := ticket.ExecutionBudget(p.up.Timeouts().FirstByte)
+	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
+	wcfg, walled := wallConfig(cd)
+	if !x.stream && !walled && !cd.Provider.EgressBucketed && p.up.Buffers(route) {
+		defer ticket.Release()
+		return p.bufferedAttempt(ctx, x, cd, ex, out, route, budget)
+	}
+	actx, cancelCtx := context.WithTimeout(ctx, budget)
+	cancel := func() { cancelCtx(); ticket.Release() }
+	t0 := time.Now()
+	var resp *http.Response
+	for try := 0; ; try++ {
+		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ex.URL(cd.Provider.BaseURL), bytes.NewReader(out))
+		if err != nil {
+			cancel()
+			return p.fail(x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error",
+				Message: fmt.Sprintf("building the upstream request for %s: %v", cd.Provider.ID, err)})
+		}
+		hreq.Header = p.upstreamHeaders(x, cd)
+		var egress *string
+		if cd.Provider.EgressBucketed {
+			hreq, egress = traceEgress(hreq, route)
+		}
+		slow := false
+		if walled {
+			for k, v := range p.wall.RequestHeaders(cd.Connection.Ref, wcfg) {
+				hreq.Header.Set(k, v)
+				slow = true
+			}
+		}
+		resp, err = p.up.Do(hreq, route, cancel)
+		if egress != nil && *egress != "" {
+			p.eng.RecordEgress(cd.Provider.ID, cd.Connection.ID, *egress)
+		}
+		if err != nil {
+			x.upstreamTime += time.Since(t0)
+			cancel()
+			if errors.Is(actx.Err(), context.DeadlineExceeded) {
+				return p.fail(x, executionTimeout(cd, budget))
+			}
+			p.recordFailure(ctx, x, cd, 0, nil, nil, err)
+			return nil
+		}
+		if cd.Combo != nil {
+			p.observeQuota(x, cd, lowerHeaders(resp.Header))
+		}
+		if walled && try < maxWallRetries && p.wallRetry(actx, cd, wcfg, resp.StatusCode, resp.Header, slow, t0) {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+			resp.Body.Close()
+			continue
+		}
+		break
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		eb, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
+		resp.Body.Close()
+		cancel()
+		x.upstreamTime += time.Since(t0)
+		p.recordFailure(ctx, x, cd, resp.StatusCode, resp.Header, eb, nil)
+		return nil
+	}
+	if x.stream {
+		return p.streamAttempt(ctx, x, cd, ex, resp, cancel, t0)
+	}
+	rb, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cancel()
+	x.upstreamTime += time.Since(t0)
+	if err != nil {
+		if errors.Is(actx.Err(), context.DeadlineExceeded) {
+			return p.fail(x, executionTimeout(cd, budget))
+		}
+		p.recordFailure(ctx, x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
+		return nil
+	}
+	return p.answerBuffered(ctx, x, cd, ex, resp.StatusCode, resp.Header, rb)
+}
+
+// bufferedAttempt makes a non-streaming call on the synchronous client
+// (see upstream.Pool.DoBuffered): the whole answer within the first-byte
+// timeout, and within the execution budget. The call cannot be cancelled
+// once sent; its deadline bounds it.
+func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, out []byte, route upstream.Route, budget time.Duration) *Result {
+	if err := ctx.Err(); err != nil {
+		return p.fail(x, cancelled())
+	}
+	h := p.upstreamHeaders(x, cd)
+	t0 := time.Now()
+	firstByte := p.up.Timeouts().FirstByte
+	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL), h, out, route, t0.Add(min(budget, firstByte)))
+	x.upstreamTime += time.Since(t0)
+	if err != nil {
+		if errors.Is(err, upstream.ErrDeadline) && budget <= firstByte {
+			return p.fail(x, executionTimeout(cd, budget))
+		}
+		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
+		return nil
+	}
+	if cd.Combo != nil {
+		p.observeQuota(x, cd, lowerHeaders(b.Header))
+	}
+	if b.Status < 200 || b.Status > 299 {
+		eb := b.Body
+		if len(eb) > maxErrorBody {
+			eb = eb[:maxErrorBody]
+		}
+		p.recordFailure(ctx, x, cd, b.Status, b.Header, eb, nil)
+		return nil
+	}
+	return p.answerBuffered(ctx, x, cd, ex, b.Status, b.Header, b.Body)
+}
+
+// upstreamHeaders are the headers of an upstream request: the
+// connection's credential, and only the client headers the provider kind
+// forwards (never client keys, session or lease headers); an on_request
+// plugin may add or remove headers, never the credential.
+func (p *Proxy) upstreamHeaders(x *state, cd topology.Candidate) http.Header {
+	h := make(http.Header, 6)
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", p.ua)
+	if x.stream {
+		h.Set("Accept", "text/event-stream")
+	} else {
+		h.Set("Accept", "application/json")
+	}
+	for k, v := range x.req.Extra {
+		if v == "" {
+			h.Del(k)
+		} else {
+			h.Set(k, v)
+		}
+	}
+	cd.Provider.Adapter.SetHeaders(h, cd.Connection.APIKey, x.req.Forward)
+	return h
+}
+
+// traceEgress records the egress address of an upstream call (§12): the
+// proxy's host when the connection goes through a proxy, else the local
+// address of the outgoing socket.
+func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *string) {
+	addr := new(string)
+	if route.ProxyURL != "" {
+		if u, err := url.Parse(route.ProxyURL); err == nil {
+			*addr = u.Hostname()
+		}
+		return req, addr
+	}
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		if host, _, err := net.SplitHostPort(info.Conn.LocalAddr().String()); err == nil {
+			*addr = host
+		}
+	}}
+	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace)), addr
+}
+
+// streamAttempt primes a 2xx streamed answer up to the commit point. A
+// failure before commit is recorded and the caller fails over; otherwise
+// the answer is a committed Stream that finalises the request once.
+func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, resp *http.Response, cancel context.CancelFunc, t0 time.Time) *Result {
+	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: t0}
+	if tr := ex.Stream(cd.Model); tr != nil {
+		a.Translator = tr
+	}
+	s, fail := relay.Prime(ctx, p.relayConfig(x, ex), a)
+	if fail != nil {
+		cancel()
+		x.upstreamTime += time.Since(t0)
+		p.recordStreamFailure(ctx, x, cd, fail)
+		if p.metrics != nil {
+			p.metrics.Stream("failover", fail.Reason)
+		}
+		return nil
+	}
+	x.final = cd
+	if p.metrics != nil {
+		p.metrics.Stream("commit", "")
+	}
+	res := p.answer(x, resp.StatusCode)
+	res.Route = x.route()
+	res.Header = routeHeaders(res.Header, x, cd)
+	copyResponseHeaders(res, resp.Header)
+	if ex.Translated() || resp.Header.Get("Content-Type") == "" {
+		res.set("Content-Type", "text/event-stream")
+	}
+	res.set("Cache-Control", "no-cache")
+	res.set("X-Accel-Buffering", "no")
+	res.Stream = &Stream{p: p, x: x, cd: cd, s: s, ctx: ctx, cancel: cancel, t0: t0, status: resp.StatusCode}
+	return res
+}
+
+// relayConfig is the stream relay configuration of one attempt: the
+// watchdogs read the upstream format's events through the exchange.
+func (p *Proxy) relayConfig(x *state, ex *provider.Exchange) relay.Config {
+	st := p.eng.CurrentSettings().StreamRecovery
+	return relay.Config{
+		ClientFormat: x.format,
+		Events:       ex.Events(),
+		CommitPoint:  st.CommitPoint,
+		Stall:        p.stallConfig(st),
+		Throughput:   p.throughputConfig(st),
+		Idle:         p.up.Timeouts().Idle,
+	}
+}
+
+// executionTimeout is the 504 of an attempt that outran its execution
+// budget (docs/resilience.md §7); it is a local error.
+func executionTimeout(cd topology.Candidate, budget time.Duration) *wire.APIError {
+	e := admission.ExecutionTimeoutError(cd.Provider.ID, cd.Connection.ID, budget)
+	return &wire.APIError{Status: e.Status, Type: "timeout_error", Code: e.Code, Message: e.Message}
+}
+
+// lowerHeaders maps header names to lower case, first values only, for
+// the classifier and the quota strategies.
+func lowerHeaders(h http.Header) map[string]string {
+	if len(h) == 0 {
+		return nil
+	}
+	m := make(map[string]string, len(h))
+	for k, v := range h {
+		if len(v) > 0 {
+			m[strings.ToLower(k)] = v[0]
+		}
+	}
+	return m
+}

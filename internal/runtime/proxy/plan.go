@@ -1,0 +1,272 @@
+package proxy
+
+import (
+	"context"
+	"hash/fnv"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
+)
+
+// Routing is an immutable routing view: the topology and the strategy of
+// each of its combos. Requests keep the view they started with.
+type Routing struct {
+	Topology *topology.Topology
+	routes   map[*topology.Combo]*comboRoute
+}
+
+// comboRoute is a combo with its routing strategy, built once.
+type comboRoute struct {
+	combo   *topology.Combo
+	strat   strategy.Strategy
+	targets []strategy.Target
+}
+
+// Routing returns the current routing view.
+func (p *Proxy) Routing() *Routing { return p.routing.Load() }
+
+// SetRouting installs a routing view for the requests that start from now
+// on (the combos admin API swaps it).
+func (p *Proxy) SetRouting(r *Routing) { p.routing.Store(r) }
+
+// NewRouting builds the routing view of topo: the strategy of every combo;
+// an unknown strategy name falls back to priority with a warning. The
+// strategies share the proxy's signals and persisted positions.
+func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
+	routes := make(map[*topology.Combo]*comboRoute, len(topo.Combos))
+	var add func(c *topology.Combo)
+	add = func(c *topology.Combo) {
+		if _, ok := routes[c]; ok {
+			return
+		}
+		w := strategy.DefaultAutoWeights()
+		for k, v := range c.AutoWeights {
+			switch k {
+			case "health":
+				w.Health = v
+			case "latency":
+				w.Latency = v
+			case "cost":
+				w.Cost = v
+			case "headroom":
+				w.Headroom = v
+			case "context":
+				w.Context = v
+			}
+		}
+		st, known := strategy.New(c.Strategy, strategy.Options{StickyLimit: c.StickyLimit, Signals: p.signals, State: p.stratState, AutoWeights: w, Clock: p.clock})
+		if !known {
+			p.log.Warn("unknown combo strategy: routing by priority", "combo", c.Name, "strategy", c.Strategy)
+		}
+		r := &comboRoute{combo: c, strat: st}
+		for _, tg := range c.Targets {
+			t := strategy.Target{Key: tg.Key, Model: tg.Model, Weight: tg.Weight, PriceIn: tg.PriceIn, PriceOut: tg.PriceOut, ContextWindow: tg.ContextWindow}
+			if tg.Provider != nil {
+				t.Provider = tg.Provider.ID
+			}
+			if tg.Connection != nil {
+				t.Connection = tg.Connection.ID
+			}
+			r.targets = append(r.targets, t)
+		}
+		routes[c] = r
+		for _, tg := range c.Targets {
+			if tg.Child != nil {
+				add(tg.Child)
+			}
+		}
+	}
+	for _, c := range topo.Combos {
+		add(c)
+	}
+	return &Routing{Topology: topo, routes: routes}
+}
+
+// servable keeps the candidates whose provider kind serves the client's
+// format (docs/api.md: Responses reaches OpenAI-kind providers only).
+func servable(cands []topology.Candidate, f wire.Format) []topology.Candidate {
+	for i, cd := range cands {
+		if cd.Provider.Adapter.Exchange(f) == nil {
+			kept := append(make([]topology.Candidate, 0, len(cands)), cands[:i]...)
+			for _, cd := range cands[i+1:] {
+				if cd.Provider.Adapter.Exchange(f) != nil {
+					kept = append(kept, cd)
+				}
+			}
+			return kept
+		}
+	}
+	return cands
+}
+
+// strategyRequest describes a request to the strategies: prompt size
+// estimate, prompt-prefix hash (cache affinity) and session.
+func strategyRequest(combo string, body []byte, session string, now time.Time) strategy.Request {
+	h := fnv.New64a()
+	prefix := body
+	if len(prefix) > 2048 {
+		prefix = prefix[:2048]
+	}
+	_, _ = h.Write(prefix)
+	return strategy.Request{Combo: combo, Now: now, PromptTokens: len(body) / 4, PrefixHash: h.Sum64(), Session: session}
+}
+
+// planCombo orders a combo's candidates with its strategy: eligible
+// targets in strategy order, then the excluded ones (so their exclusions
+// are reported), a child combo in mode execute expanded in place with its
+// own strategy. The auto strategy's explanation becomes the
+// X-Breakwater-Auto-Factors header.
+func (p *Proxy) planCombo(x *state, r *comboRoute, body []byte) []topology.Candidate {
+	sreq := strategyRequest(r.combo.Name, body, x.req.Session, p.clock.Now())
+	if x.sreq == nil {
+		x.sreq = map[*topology.Combo]strategy.Request{}
+	}
+	x.sreq[r.combo] = sreq
+	eligible := func(i int) bool {
+		tg := &r.combo.Targets[i]
+		switch {
+		case tg.Child != nil:
+			return true
+		case tg.Connection != nil:
+			_, ex := p.eng.Peek(tg.Provider.ID, tg.Connection.ID, tg.Model)
+			return !ex
+		}
+		for _, conn := range tg.Provider.Connections {
+			if _, ex := p.eng.Peek(tg.Provider.ID, conn.ID, tg.Model); !ex {
+				return true
+			}
+		}
+		return false
+	}
+	var order []int
+	if auto, ok := r.strat.(*strategy.Auto); ok {
+		var f strategy.Factors
+		order, f = auto.OrderExplain(sreq, r.targets, eligible)
+		if s := f.String(); s != "" {
+			x.header = append(x.header, wire.Header{Name: strategy.AutoFactorsHeader, Value: s})
+		}
+	} else {
+		order = r.strat.Order(sreq, r.targets, eligible)
+	}
+	var out []topology.Candidate
+	seen := make([]bool, len(r.targets))
+	add := func(i int) {
+		if tg := &r.combo.Targets[i]; tg.Child != nil {
+			out = append(out, p.planCombo(x, x.rt.routes[tg.Child], body)...)
+			return
+		}
+		out = r.combo.AppendCandidates(out, i)
+	}
+	for _, i := range order {
+		seen[i] = true
+		add(i)
+	}
+	for i := range r.targets {
+		if !seen[i] {
+			add(i)
+		}
+	}
+	return out
+}
+
+// comboStart begins the signals of an attempt on a combo candidate.
+func (p *Proxy) comboStart(x *state, cd topology.Candidate) {
+	if cd.Combo == nil {
+		return
+	}
+	r := x.rt.routes[cd.Combo]
+	x.sig = p.signals.Start(r.targets[cd.Target].Key)
+	x.sigOn = true
+}
+
+// comboOutcome reports how an attempt on a combo candidate ended to the
+// signals and the combo's strategy (sticky batches, round-robin,
+// fill-first, last known good).
+func (p *Proxy) comboOutcome(x *state, cd topology.Candidate, success bool) {
+	if cd.Combo == nil {
+		return
+	}
+	if x.sigOn {
+		x.sig.Done(success)
+		x.sigOn = false
+	}
+	r := x.rt.routes[cd.Combo]
+	r.strat.Report(x.sreq[cd.Combo], r.targets, cd.Target, success)
+}
+
+// observeQuota feeds upstream x-ratelimit-* headers of a combo candidate
+// to the quota-aware strategies.
+func (p *Proxy) observeQuota(x *state, cd topology.Candidate, h map[string]string) {
+	if cd.Combo == nil || len(h) == 0 {
+		return
+	}
+	if q, ok := strategy.ParseQuotaHeaders(h, p.clock.Now()); ok {
+		p.signals.ObserveQuota(x.rt.routes[cd.Combo].targets[cd.Target].Key, q)
+	}
+}
+
+// order applies the session's claims to the candidates: a leased request
+// keeps only its key's allowed connections, its bound connection first; an
+// affinity session moves its pinned connection first.
+func (p *Proxy) order(ctx context.Context, x *state, cands []topology.Candidate) []topology.Candidate {
+	if x.lease != nil {
+		kept := make([]topology.Candidate, 0, len(cands))
+		for _, cd := range cands {
+			if x.lease.allows(cd) {
+				kept = append(kept, cd)
+			}
+		}
+		cands = kept
+		moveFirst(cands, x.lease.lease.Connection)
+	}
+	if ttl := p.eng.CurrentSettings().SessionAffinityTTLMS; ttl > 0 && x.req.Session != "" {
+		if ref, ok := p.pins.Get(ctx, x.req.Session); ok {
+			x.pinned = ref
+			if x.lease == nil {
+				moveFirst(cands, ref)
+			}
+		}
+	}
+	return cands
+}
+
+// moveFirst moves the candidates on connection ref to the front, keeping
+// the order of the others.
+func moveFirst(cands []topology.Candidate, ref string) {
+	if ref == "" {
+		return
+	}
+	n := 0
+	for i := range cands {
+		if cands[i].Connection.Ref == ref {
+			cd := cands[i]
+			copy(cands[n+1:i+1], cands[n:i])
+			cands[n] = cd
+			n++
+		}
+	}
+}
+
+// affinityFailed unpins the session from a connection that failed, cooled
+// or was excluded, so the session re-pins to a healthy one.
+func (p *Proxy) affinityFailed(ctx context.Context, x *state, cd topology.Candidate) {
+	if x.req.Session != "" && x.pinned == cd.Connection.Ref {
+		if err := p.pins.UnpinIf(context.WithoutCancel(ctx), x.req.Session, cd.Connection.Ref); err != nil {
+			p.log.Warn("unpinning an affinity session", "error", err)
+		}
+		x.pinned = ""
+	}
+}
+
+// affinitySucceeded pins the session to the connection that answered.
+func (p *Proxy) affinitySucceeded(ctx context.Context, x *state, cd topology.Candidate) {
+	if x.req.Session == "" {
+		return
+	}
+	ttl := time.Duration(p.eng.CurrentSettings().SessionAffinityTTLMS) * time.Millisecond
+	if err := p.pins.Pin(context.WithoutCancel(ctx), x.req.Session, cd.Connection.Ref, ttl); err != nil {
+		p.log.Warn("pinning an affinity session", "error", err)
+	}
+}

@@ -1,0 +1,112 @@
+package proxy
+
+import (
+	"bufio"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
+	"github.com/breakwater-dev/breakwater/internal/runtime/relay"
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+)
+
+// Stream is a committed streamed answer (docs/resilience.md §8,
+// principle 7 of docs/architecture.md). The caller sends the Result's
+// status and headers and then calls Run with its writer, once; if the
+// response cannot be sent at all it calls Close instead. Either way the
+// request is finalised exactly once: the outcome recorded (a success, the
+// failure after commit, or nothing for a client that went away), the
+// admission ticket released, the affinity session pinned, the strategy
+// told, and the access line and metrics written.
+type Stream struct {
+	p      *Proxy
+	x      *state
+	cd     topology.Candidate
+	s      *relay.Stream
+	ctx    context.Context
+	cancel context.CancelFunc
+	t0     time.Time
+	status int
+	once   sync.Once
+}
+
+// Run relays the stream to w, flushing after each event, and finalises
+// the request. It returns how the stream ended. Calls after the first do
+// nothing and report relay.EndClientGone.
+func (st *Stream) Run(w *bufio.Writer) relay.End {
+	end := relay.EndClientGone
+	st.once.Do(func() {
+		res := st.s.Run(w)
+		st.finalise(res)
+		end = res.End
+	})
+	return end
+}
+
+// Close abandons a stream that was never Run, finalising it as a client
+// that went away. It does nothing after Run.
+func (st *Stream) Close() {
+	st.once.Do(func() {
+		st.s.Close()
+		st.finalise(relay.Result{End: relay.EndClientGone})
+	})
+}
+
+// finalise records how the stream ended, once.
+func (st *Stream) finalise(res relay.Result) {
+	p, x, cd := st.p, st.x, st.cd
+	st.cancel()
+	x.upstreamTime += time.Since(st.t0)
+	code := ""
+	switch res.End {
+	case relay.EndComplete:
+		p.recordSuccess(st.ctx, x, cd)
+	case relay.EndClientGone:
+		// A client that went away says nothing about upstream health.
+		code = string(engine.ReasonClientAbort)
+		if p.metrics != nil {
+			p.metrics.Stream("client_gone", "")
+		}
+	default:
+		code = res.Failure.Reason
+		p.recordStreamFailure(st.ctx, x, cd, res.Failure)
+		p.comboOutcome(x, cd, false)
+		if p.metrics != nil {
+			p.metrics.Stream("abort", res.Failure.Reason)
+		}
+	}
+	p.finish(x, st.status, code)
+}
+
+// stallConfig is the content-stall watchdog of the stream_recovery
+// settings; STREAM_CONTENT_STALL_TIMEOUT_MS, read with the configuration,
+// wins (0 disables the watchdog).
+func (p *Proxy) stallConfig(st engine.StreamRecoverySettings) watchdog.StallConfig {
+	if v := p.cfg.Env.StreamContentStallTimeoutMS; v != nil {
+		if *v == 0 {
+			return watchdog.StallConfig{Disabled: true}
+		}
+		return watchdog.StallFromSetting(*v)
+	}
+	return watchdog.StallFromSetting(st.ContentStallTimeoutMS)
+}
+
+// throughputConfig is the throughput watchdog of the stream_recovery
+// settings; STREAM_THROUGHPUT_WATCHDOG_ENABLED, read with the
+// configuration, wins over its enabled flag.
+func (p *Proxy) throughputConfig(st engine.StreamRecoverySettings) watchdog.ThroughputConfig {
+	tw := st.ThroughputWatchdog
+	c := watchdog.ThroughputConfig{
+		Enabled:           tw.Enabled,
+		Warmup:            ms(tw.WarmupMS),
+		Window:            ms(tw.WindowMS),
+		MinBytesPerSecond: tw.MinUsefulBytesPerSecond,
+		MinBytes:          tw.MinUsefulBytes,
+	}
+	if v := p.cfg.Env.StreamThroughputWatchdog; v != nil {
+		c.Enabled = *v
+	}
+	return c
+}
