@@ -31,6 +31,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -133,6 +134,8 @@ type Store struct {
 	groupsMu sync.Mutex
 	groups   map[string]bool // groups this Store registered
 
+	calls atomic.Uint64 // round trips sent to Redis
+
 	mu     sync.RWMutex // read-held by operations, write-held by Close
 	closed bool
 }
@@ -185,6 +188,10 @@ func probe(ctx context.Context, c redis.UniversalClient) error {
 	return c.Ping(ctx).Err()
 }
 
+// RoundTrips returns how many calls (a command, a script or a pipeline)
+// this Store has sent to Redis, for metrics and tests.
+func (s *Store) RoundTrips() uint64 { return s.calls.Load() }
+
 // Status reports whether Redis answers, since when, and why not.
 func (s *Store) Status() Status { return s.health.status() }
 
@@ -202,6 +209,7 @@ func (s *Store) do(ctx context.Context, fn func(ctx context.Context) error) erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	s.calls.Add(1)
 	err = classify(fn(ctx))
 	if errors.Is(err, redis.Nil) {
 		s.health.done(probe, nil)
