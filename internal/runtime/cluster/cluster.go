@@ -51,7 +51,8 @@ type Options struct {
 	Plugins  *plugins.Host
 	// Metrics, when set, gets the store metrics (breakwater_store_*).
 	Metrics *metrics.Metrics
-	Logger  hclog.Logger
+	// Logger is the sync's own, named by the caller ("cluster").
+	Logger hclog.Logger
 }
 
 // Sync is a running cluster sync. Close stops it.
@@ -82,7 +83,7 @@ func Start(o Options) (*Sync, error) {
 		return nil, errors.New("cluster: Store, Engine, Server and Logger are required")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &Sync{store: rs, o: o, log: o.Logger.Named("cluster"), cancel: cancel, done: make(chan struct{})}
+	s := &Sync{store: rs, o: o, log: o.Logger, cancel: cancel, done: make(chan struct{})}
 	if o.Metrics != nil {
 		s.m = newSyncMetrics(rs)
 		if err := s.m.register(o.Metrics.Registry()); err != nil {
