@@ -54,11 +54,8 @@ type watcher struct {
 
 func (w *watcher) run(ctx context.Context) error {
 	up := true
-	ps, recvDone := w.subscribe()
-	defer func() {
-		_ = ps.Close()
-		<-recvDone
-	}()
+	sub := w.subscribe(ctx)
+	defer func() { sub.close() }()
 	tick := time.NewTicker(w.s.check)
 	defer tick.Stop()
 	for {
@@ -87,9 +84,8 @@ func (w *watcher) run(ctx context.Context) error {
 			_ = w.fn(engine.Change{Kind: engine.ChangeUp})
 			// A fresh subscription: the old connection may be dead without
 			// knowing it. Its confirmation triggers the resync.
-			_ = ps.Close()
-			<-recvDone
-			ps, recvDone = w.subscribe()
+			sub.close()
+			sub = w.subscribe(ctx)
 		case <-tick.C:
 			if w.pending {
 				w.resync(ctx, nil)
@@ -167,15 +163,56 @@ func (w *watcher) counters(ctx context.Context) (map[string]uint64, error) {
 	return out, nil
 }
 
-// subscribe starts a subscription to the change channel and its reader.
-func (w *watcher) subscribe() (*redis.PubSub, chan struct{}) {
-	ps := w.s.client.Subscribe(context.Background(), w.s.keys.channel())
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		w.receive(ps)
-	}()
-	return ps, done
+// subscription is the set of pub/sub connections of one subscribe.
+type subscription struct {
+	pss  []*redis.PubSub
+	done sync.WaitGroup
+}
+
+// close ends every connection and waits for their readers.
+func (sub *subscription) close() {
+	for _, ps := range sub.pss {
+		_ = ps.Close()
+	}
+	sub.done.Wait()
+}
+
+// subscribe subscribes to the change channel, with a reader per
+// connection. In a Cluster it subscribes on every master: a notice is
+// published on the master of its key's slot and relayed to the other
+// nodes by the cluster bus, which adds tens of milliseconds now and then;
+// read on its own node it arrives in well under one. The copies are
+// recognised by their version and delivered once.
+func (w *watcher) subscribe(ctx context.Context) *subscription {
+	sub := &subscription{}
+	start := func(ps *redis.PubSub) {
+		sub.pss = append(sub.pss, ps)
+		sub.done.Add(1)
+		go func() {
+			defer sub.done.Done()
+			w.receive(ps)
+		}()
+	}
+	if cc, ok := w.s.client.(*redis.ClusterClient); ok {
+		var mu sync.Mutex
+		var masters []*redis.Client
+		err := w.s.do(ctx, func(ctx context.Context) error {
+			return cc.ForEachMaster(ctx, func(_ context.Context, n *redis.Client) error {
+				mu.Lock()
+				masters = append(masters, n)
+				mu.Unlock()
+				return nil
+			})
+		})
+		if err == nil {
+			for _, n := range masters {
+				start(n.Subscribe(context.Background(), w.s.keys.channel()))
+			}
+			return sub
+		}
+	}
+	start(w.s.client.Subscribe(context.Background(), w.s.keys.channel()))
+	return sub
 }
 
 // receive reads ps until it is closed.
@@ -214,9 +251,8 @@ func (w *watcher) notice(payload string) {
 	if err != nil {
 		return
 	}
-	w.s.vers.see(f[1], v)
-	if f[0] == w.s.origin {
-		return
+	if !w.s.vers.see(f[1], v) || f[0] == w.s.origin {
+		return // a copy already delivered, or this Store's own write
 	}
 	var sent time.Time
 	if ns, err := strconv.ParseInt(f[3], 10, 64); err == nil {
@@ -283,15 +319,17 @@ func (v *versions) group(g string) *groupVersions {
 	return gv
 }
 
-// see accounts for version n of group g.
-func (v *versions) see(g string, n uint64) {
+// see accounts for version n of group g and reports whether it was new.
+func (v *versions) see(g string, n uint64) bool {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	gv := v.group(g)
-	if n > gv.applied {
-		gv.seen[n] = struct{}{}
-		gv.advance()
+	if _, dup := gv.seen[n]; dup || n <= gv.applied {
+		return false
 	}
+	gv.seen[n] = struct{}{}
+	gv.advance()
+	return true
 }
 
 // advance moves applied over the contiguous seen versions.
