@@ -3,6 +3,7 @@ package redisstore
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -317,4 +318,76 @@ func TestOutageFailsFastAndRecovers(t *testing.T) {
 	if downs != 1 {
 		t.Errorf("%d ChangeDown for one outage", downs)
 	}
+}
+
+// TestSentinel: the store reaches the master through a Sentinel, passes
+// the conformance suite, and after the master dies and the Sentinel
+// promotes its replica, writes succeed again on the new master with the
+// acknowledged data.
+func TestSentinel(t *testing.T) {
+	requireServer(t)
+	dir := t.TempDir()
+	master, err := redisproc.Start(filepath.Join(dir, "master"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(master.Kill)
+	replica, err := redisproc.Start(filepath.Join(dir, "replica"), "--replicaof", "127.0.0.1", fmt.Sprint(master.Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(replica.Kill)
+	sentinel, err := redisproc.StartSentinel(filepath.Join(dir, "sentinel"), master, "bwmaster", 500*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sentinel.Kill)
+	opts := func(prefix string) Options {
+		return Options{Mode: ModeSentinel, Addrs: []string{sentinel.Addr}, MasterName: "bwmaster", KeyPrefix: prefix, Timeout: 300 * time.Millisecond}
+	}
+	t.Run("Conformance", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T, clock *engine.FakeClock) engine.Store {
+			s, err := Open(opts(uniquePrefix()), clock, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s
+		})
+	})
+	t.Run("Failover", func(t *testing.T) {
+		prefix := uniquePrefix()
+		s, err := Open(opts(prefix), engine.SystemClock{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		ctx := context.Background()
+		if err := s.Put(ctx, "lease/owner/x", []byte("acked"), 0); err != nil {
+			t.Fatal(err)
+		}
+		// The replica must hold the write before the master dies.
+		mc := redis.NewClient(&redis.Options{Addr: master.Addr})
+		defer mc.Close()
+		if n, err := mc.Do(ctx, "WAIT", 1, 5000).Int(); err != nil || n != 1 {
+			t.Fatalf("WAIT for the replica: %d %v", n, err)
+		}
+
+		master.Kill()
+		t0 := time.Now()
+		for {
+			err := s.Put(ctx, "breaker/after", []byte("v"), 0)
+			if err == nil {
+				break
+			}
+			if time.Since(t0) > 20*time.Second {
+				t.Fatalf("no write accepted 20 s after the master died: %v", err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Logf("writes accepted again %v after the master died", time.Since(t0).Round(time.Millisecond))
+		v, ok, err := s.Get(ctx, "lease/owner/x")
+		if err != nil || !ok || string(v) != "acked" {
+			t.Fatalf("the acknowledged value after the failover: %q %v %v", v, ok, err)
+		}
+	})
 }
