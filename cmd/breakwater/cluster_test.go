@@ -95,10 +95,10 @@ rules:
 // redisTopology is where the test's instances keep their state.
 type redisTopology struct {
 	name   string
-	yaml   string                  // the state.redis_* lines
-	server *redisproc.Server       // single server, else nil
-	nodes  *redisproc.Cluster      // cluster, else nil
-	stop   func()                  // kills every Redis process
+	yaml   string             // the state.redis_* lines
+	server *redisproc.Server  // single server, else nil
+	nodes  *redisproc.Cluster // cluster, else nil
+	stop   func()             // kills every Redis process
 	all    func() []*redisproc.Server
 }
 

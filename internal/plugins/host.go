@@ -128,9 +128,9 @@ type Host struct {
 	cache    wazero.CompilationCache
 	rtConfig wazero.RuntimeConfig
 
-	mu       sync.Mutex // serialises Load, Reload and Close
-	specs    []Spec     // guarded by mu
-	closed   bool       // guarded by mu
+	mu       sync.Mutex            // serialises Load, Reload and Close
+	specs    []Spec                // guarded by mu
+	closed   bool                  // guarded by mu
 	onReload func(context.Context) // guarded by mu; see OnReload
 
 	set atomic.Pointer[pluginSet]
