@@ -15,7 +15,8 @@ import (
 // state store (the gateway's cluster sync calls these): what the server
 // and its proxy keep in memory — combos defined through the admin API, the
 // admission settings derived from the resilience settings, the rate-limit
-// protection flags, cached session pins — is re-read from the store.
+// protection flags, cached session pins and lease holders — is re-read
+// from the store.
 
 // StoreChanged applies a change another instance made to store key key,
 // re-reading it from the store. It reports whether the key is one the
