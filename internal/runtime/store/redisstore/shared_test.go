@@ -391,3 +391,50 @@ func TestSentinel(t *testing.T) {
 		}
 	})
 }
+
+// TestSlowRedisCallsAreBounded: a Redis that stops answering (paused,
+// its connections open) costs a call at most its timeout, then fails
+// fast until it answers again.
+func TestSlowRedisCallsAreBounded(t *testing.T) {
+	requireServer(t)
+	srv, err := redisproc.Start(filepath.Join(t.TempDir(), "slow"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Kill)
+	const timeout = 200 * time.Millisecond
+	s, err := Open(Options{URL: srv.URL(), Timeout: timeout}, engine.SystemClock{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	ctx := context.Background()
+	if err := s.Put(ctx, "k/1", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	srv.Pause()
+	t.Cleanup(srv.Resume)
+	t0 := time.Now()
+	_, _, _, err = s.Swap(ctx, "breaker/p", nil, []byte("v"), 0)
+	if took := time.Since(t0); !errors.Is(err, engine.ErrStoreUnavailable) || took > timeout+300*time.Millisecond {
+		t.Fatalf("Swap on a paused Redis: %v after %v, want ErrStoreUnavailable within about %v", err, took, timeout)
+	}
+	for range 10 {
+		t0 = time.Now()
+		if _, _, err := s.Get(ctx, "k/1"); !errors.Is(err, engine.ErrStoreUnavailable) || time.Since(t0) > 50*time.Millisecond {
+			t.Fatalf("Get while Redis is known down: %v after %v, want an immediate ErrStoreUnavailable", err, time.Since(t0))
+		}
+	}
+	srv.Resume()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		v, ok, err := s.Get(ctx, "k/1")
+		if err == nil && ok && string(v) == "v" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Redis answered again but the store did not: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
