@@ -248,11 +248,10 @@ func TestSharedCooldownOneExtensionPerBurst(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	cs := in.engs[1].Cooldowns("openai")
 	if _, err := in.engs[1].LoadKey(context.Background(), "cooldown/openai/key-a"); err != nil {
 		t.Fatal(err)
 	}
-	cs = in.engs[1].Cooldowns("openai")
+	cs := in.engs[1].Cooldowns("openai")
 	if len(cs) != 1 || cs[0].BackoffLevel != 2 || !cs[0].RateLimitedUntil.Equal(sharedEpoch.Add(9*time.Second)) {
 		t.Fatalf("second burst: %+v, want until +9s at level 2", cs)
 	}
