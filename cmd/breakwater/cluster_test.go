@@ -95,49 +95,33 @@ rules:
 // redisTopology is where the test's instances keep their state.
 type redisTopology struct {
 	name   string
-	yaml   string             // the state.redis_* lines
-	server *redisproc.Server  // single server, else nil
-	nodes  *redisproc.Cluster // cluster, else nil
-	stop   func()             // kills every Redis process
-	all    func() []*redisproc.Server
+	yaml   string            // the state.redis_* lines
+	server *redisproc.Server // the single server, nil for a Cluster
 }
 
 // singleRedis starts one redis-server with an fsync'ed append-only file,
 // so a restart keeps every acknowledged write.
 func singleRedis(t *testing.T) *redisTopology {
 	t.Helper()
-	requireRedisServer(t)
+	redisproc.Require(t)
 	srv, err := redisproc.Start(filepath.Join(t.TempDir(), "redis"), "--appendonly", "yes", "--appendfsync", "always")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Kill)
-	return &redisTopology{name: "single", yaml: "  redis_url: " + srv.URL(), server: srv, stop: srv.Kill,
-		all: func() []*redisproc.Server { return []*redisproc.Server{srv} }}
+	return &redisTopology{name: "single", yaml: "  redis_url: " + srv.URL(), server: srv}
 }
 
 // clusterRedis starts a 3-node Redis Cluster.
 func clusterRedis(t *testing.T) *redisTopology {
 	t.Helper()
-	requireRedisServer(t)
+	redisproc.Require(t)
 	c, err := redisproc.StartCluster(filepath.Join(t.TempDir(), "cluster"), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	return &redisTopology{name: "cluster", nodes: c, stop: c.Close,
-		yaml: "  redis_mode: cluster\n  redis_addrs: [" + strings.Join(c.Addrs(), ", ") + "]",
-		all:  func() []*redisproc.Server { return c.Nodes }}
-}
-
-func requireRedisServer(t *testing.T) {
-	t.Helper()
-	if err := redisproc.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	return &redisTopology{name: "cluster", yaml: "  redis_mode: cluster\n  redis_addrs: [" + strings.Join(c.Addrs(), ", ") + "]"}
 }
 
 // fleet is a mock upstream and n gateway instances on one Redis.
@@ -256,6 +240,34 @@ func (f *fleet) observe(from int, within time.Duration, what string, seen func(i
 		f.t.Fatalf("%s: instances %v never saw it (waited %v)", what, late, 5*within)
 	}
 	return worst
+}
+
+// background sends chat requests for model from workers goroutines, spread
+// over the instances, until the returned stop (idempotent) is called;
+// every answer goes to seen (instance, status, body, error).
+func (f *fleet) background(workers int, model string, seen func(i, code int, m map[string]any, err error)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				code, m, err := f.chat(w%len(f.gws), model)
+				seen(w%len(f.gws), code, m, err)
+			}
+		}()
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() { close(done) })
+		wg.Wait()
+	}
 }
 
 // healthOf returns instance i's health answer.
@@ -580,35 +592,15 @@ func TestClusterBreakerOpensOnceAtTheThreshold(t *testing.T) {
 // hold every lease at its generation and the terminal state.
 func TestClusterKill9KeepsAcknowledgedState(t *testing.T) {
 	f := startFleet(t, singleRedis(t), 3, "apikey", 5)
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var answered atomic.Int64
-	for w := range 6 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				if _, _, err := f.chat(w%3, "alpha/m1"); err == nil {
-					answered.Add(1)
-				} else {
-					time.Sleep(5 * time.Millisecond)
-				}
-			}
-		}()
-	}
-	defer func() {
-		select {
-		case <-stop:
-		default:
-			close(stop)
+	stop := f.background(6, "alpha/m1", func(_, _ int, _ map[string]any, err error) {
+		if err == nil {
+			answered.Add(1)
+		} else {
+			time.Sleep(5 * time.Millisecond) // the killed instance
 		}
-		wg.Wait()
-	}()
+	})
+	defer stop()
 	const victim, owners = 1, 30
 	leaseHdr := func(n int) []string {
 		return []string{"x-api-key", "key-cl-one", "X-Breakwater-Lease-Owner", leaseOwner(2000 + n)}
@@ -632,8 +624,7 @@ func TestClusterKill9KeepsAcknowledgedState(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-f.gws[victim].exited
-	close(stop)
-	wg.Wait()
+	stop()
 	t.Logf("SIGKILL of instance %d after %d answered requests; acknowledged: %d leases, broke/x1 credits_exhausted", victim, answered.Load(), owners)
 	for _, i := range []int{0, 2} {
 		for n := range owners {
@@ -662,30 +653,17 @@ func TestClusterRedisOutageLosesNoRequest(t *testing.T) {
 	}
 	f.observe(0, propagationBudget, "terminal state", func(i int) bool { return f.connOf(i, "broke", "x1") != nil })
 
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
 	var ok, failed atomic.Int64
 	var firstErr atomic.Value
-	for w := range 9 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				code, m, err := f.chat(w%3, "alpha/m1")
-				if err != nil || code != 200 {
-					failed.Add(1)
-					firstErr.CompareAndSwap(nil, fmt.Sprintf("instance %d: %d %v %v", w%3, code, m, err))
-					continue
-				}
-				ok.Add(1)
-			}
-		}()
-	}
+	stop := f.background(9, "alpha/m1", func(i, code int, m map[string]any, err error) {
+		if err != nil || code != 200 {
+			failed.Add(1)
+			firstErr.CompareAndSwap(nil, fmt.Sprintf("instance %d: %d %v %v", i, code, m, err))
+			return
+		}
+		ok.Add(1)
+	})
+	defer stop()
 	time.Sleep(time.Second)
 	before := ok.Load()
 	topo.server.Kill()
@@ -720,8 +698,7 @@ func TestClusterRedisOutageLosesNoRequest(t *testing.T) {
 		}
 	}
 	time.Sleep(500 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stop()
 	if n := failed.Load(); n > 0 {
 		t.Errorf("%d of %d requests failed during the Redis outage; first: %v", n, n+ok.Load(), firstErr.Load())
 	}

@@ -43,12 +43,7 @@ func TestMain(m *testing.M) {
 // skips the test when redis-server is missing (fails with CI=true).
 func requireRedis(t *testing.T) *redisproc.Server {
 	t.Helper()
-	if err := redisproc.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	redisproc.Require(t)
 	redisServer.once.Do(func() {
 		redisServer.dir, redisServer.err = os.MkdirTemp("", "breakwater-engine-redis-")
 		if redisServer.err == nil {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -83,12 +82,7 @@ func startGateway(t *testing.T, redisURL, prefix string) (*gateway.Gateway, *syn
 
 func requireRedis(t *testing.T) *redisproc.Server {
 	t.Helper()
-	if err := redisproc.Available(); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	redisproc.Require(t)
 	srv, err := redisproc.Start(filepath.Join(t.TempDir(), "redis"))
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/internal/envelope"
+	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore/redisproc"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
 )
 
@@ -155,7 +156,7 @@ func assertPTTL(t *testing.T, raw *redis.Client, key string, want time.Duration)
 func TestOpenErrorsHidePassword(t *testing.T) {
 	url := requireServer(t)
 	const secret = "s3cr3t-Pa55"
-	closedPort, err := freePort()
+	closedPort, err := redisproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

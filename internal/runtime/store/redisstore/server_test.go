@@ -2,7 +2,6 @@ package redisstore
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -82,14 +81,4 @@ func stopCluster() {
 	if cluster.c != nil {
 		cluster.c.Close()
 	}
-}
-
-// freePort returns a loopback TCP port nobody listens on now.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

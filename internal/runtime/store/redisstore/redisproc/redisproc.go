@@ -34,6 +34,25 @@ func Available() error {
 	return nil
 }
 
+// TB is the part of testing.TB that Require uses.
+type TB interface {
+	Helper()
+	Fatal(args ...any)
+	Skip(args ...any)
+}
+
+// Require skips t when redis-server cannot run here, or fails it when the
+// environment variable CI is "true" (CI must run the Redis tests).
+func Require(t TB) {
+	t.Helper()
+	if err := Available(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
 // Server is one redis-server process. Its methods are goroutine-safe.
 type Server struct {
 	// Addr is the 127.0.0.1:port the server listens on.
@@ -55,7 +74,7 @@ type Server struct {
 // (created if needed), without persistence unless extra arguments (e.g.
 // "--appendonly", "yes") say otherwise, and waits until it answers PING.
 func Start(dir string, extra ...string) (*Server, error) {
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -182,7 +201,7 @@ func StartCluster(dir string, n int) (*Cluster, error) {
 	}
 	c := &Cluster{}
 	for i := range n {
-		bus, err := freePort()
+		bus, err := FreePort()
 		if err != nil {
 			c.Close()
 			return nil, err
@@ -244,7 +263,7 @@ func StartSentinel(dir string, master *Server, masterName string, downAfter time
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	port, err := FreePort()
 	if err != nil {
 		return nil, err
 	}
@@ -305,8 +324,8 @@ func waitClusterOK(ctx context.Context, addr string, n int) error {
 	}
 }
 
-// freePort returns a loopback TCP port nobody listens on now.
-func freePort() (int, error) {
+// FreePort returns a loopback TCP port nobody listens on now.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err
