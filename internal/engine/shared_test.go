@@ -534,3 +534,32 @@ func TestSharedOutageKeepsLocalChangesAndResyncs(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedToolLimitReachesOtherInstances: a tool limit learned on one
+// instance is in force on another after LoadKey, and gone after it is
+// cleared; Resync reloads them all.
+func TestSharedToolLimitReachesOtherInstances(t *testing.T) {
+	in := newInstances(t, requireRedis(t), 2, engine.Settings{})
+	ctx := context.Background()
+	a, b := in.engs[0], in.engs[1]
+	o := engine.Outcome{Provider: "openai", Connection: "key-a", Model: "gpt-4o", Status: 400,
+		Reason: engine.ReasonToolLimit, Tools: 200, Message: "maximum of 128 tools", RuleSource: "default"}
+	if err := a.RecordFailure(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	if handled, err := b.LoadKey(ctx, "toollimit/openai/gpt-4o"); !handled || err != nil {
+		t.Fatalf("LoadKey = %v %v", handled, err)
+	}
+	if got := b.ToolLimits(); len(got) != 1 || got[0].Limit != 128 {
+		t.Fatalf("instance b tool limits = %+v, want 128 learned on a", got)
+	}
+	if _, err := a.ClearToolLimit(ctx, "openai", "gpt-4o"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Resync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := b.ToolLimits(); len(got) != 0 {
+		t.Fatalf("instance b after the clear and a resync: %+v", got)
+	}
+}

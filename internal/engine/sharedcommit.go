@@ -277,11 +277,15 @@ func (e *Engine) Shared() bool { return e.shared != nil }
 
 // LoadKey re-reads key from the store and installs it in the local view:
 // the receiving end of a change another instance made. It reports whether
-// key is one of the engine's (a breaker, window gate, cooldown, lockout or
-// the settings patch); other keys are left to their owners.
+// key is one of the engine's (a breaker, window gate, cooldown, lockout,
+// learned tool limit or the settings patch); other keys are left to their
+// owners.
 func (e *Engine) LoadKey(ctx context.Context, key string) (bool, error) {
 	if key == SettingsKey {
 		return true, e.ReloadSettings(ctx)
+	}
+	if strings.HasPrefix(key, keyToolLimit) {
+		return true, e.loadToolLimit(ctx, key)
 	}
 	if !isStateKey(key) {
 		return false, nil
@@ -328,8 +332,9 @@ func (e *Engine) ReloadSettings(ctx context.Context) error {
 // interrupted): it first writes the keys that changed here while the
 // store was unavailable — each only if the store still holds what this
 // instance last saw there, else the store's value wins — then reloads the
-// settings and every breaker, window gate, cooldown and lockout, dropping
-// what the store no longer holds. In single-instance mode it does nothing.
+// settings, the learned tool limits and every breaker, window gate,
+// cooldown and lockout, dropping what the store no longer holds. In
+// single-instance mode it does nothing.
 func (e *Engine) Resync(ctx context.Context) error {
 	if e.shared == nil {
 		return nil
@@ -338,6 +343,9 @@ func (e *Engine) Resync(ctx context.Context) error {
 		return err
 	}
 	if err := e.ReloadSettings(ctx); err != nil {
+		return err
+	}
+	if err := e.reloadToolLimits(ctx); err != nil {
 		return err
 	}
 	for _, prefix := range providerKeyPrefixes {
@@ -646,4 +654,49 @@ func (g *WindowGate) config(provider string) WindowGateConfig {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.state(provider).cfg
+}
+
+// loadToolLimit installs the stored tool limit of key (absent: none). A
+// learned limit is a hint, written whole (the last writer wins).
+func (e *Engine) loadToolLimit(ctx context.Context, key string) error {
+	p, m, ok := strings.Cut(strings.TrimPrefix(key, keyToolLimit), "/")
+	provider, err1 := url.PathUnescape(p)
+	model, err2 := url.PathUnescape(m)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("engine: tool limit key %q of unknown shape", key)
+	}
+	raw, found, err := e.store.Get(ctx, key)
+	if err != nil {
+		return fmt.Errorf("engine: load %s: %w", key, err)
+	}
+	var l ToolLimitInfo
+	if found {
+		if err := json.Unmarshal(raw, &l); err != nil || l.Provider != provider || l.Model != model {
+			e.log.Warn("skipping unreadable state entry", "key", key, "error", err)
+			return nil
+		}
+	}
+	k := modelKey{provider, model}
+	e.tools.mu.Lock()
+	if found {
+		e.tools.limits[k] = &l
+	} else {
+		delete(e.tools.limits, k)
+	}
+	e.tools.mu.Unlock()
+	return nil
+}
+
+// reloadToolLimits replaces the learned tool limits with the stored ones,
+// read into a fresh set (loadToolLimits fills its set unlocked) and
+// swapped in under the lock.
+func (e *Engine) reloadToolLimits(ctx context.Context) error {
+	fresh := &Engine{store: e.store, log: e.log, tools: newToolLimits()}
+	if err := fresh.loadToolLimits(ctx); err != nil {
+		return err
+	}
+	e.tools.mu.Lock()
+	e.tools.limits = fresh.tools.limits
+	e.tools.mu.Unlock()
+	return nil
 }
