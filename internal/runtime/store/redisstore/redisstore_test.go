@@ -28,9 +28,15 @@ func uniquePrefix() string {
 // open opens a Store on the test server under prefix ("" = the default).
 func open(t testing.TB, clock engine.Clock, prefix string) *Store {
 	t.Helper()
-	s, err := Open(Options{URL: requireServer(t), KeyPrefix: prefix}, clock, nil)
+	return openWith(t, clock, Options{URL: requireServer(t), KeyPrefix: prefix})
+}
+
+// openWith opens a Store with o, closed when the test ends.
+func openWith(t testing.TB, clock engine.Clock, o Options) *Store {
+	t.Helper()
+	s, err := Open(o, clock, nil)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("Open(%s): %v", o.describe(), err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s

@@ -20,13 +20,7 @@ import (
 // openCluster opens a Store on the shared test Cluster under prefix.
 func openCluster(t testing.TB, clock engine.Clock, prefix string) *Store {
 	t.Helper()
-	c := requireCluster(t)
-	s, err := Open(Options{Mode: ModeCluster, Addrs: c.Addrs(), KeyPrefix: prefix}, clock, nil)
-	if err != nil {
-		t.Fatalf("Open cluster: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return openWith(t, clock, Options{Mode: ModeCluster, Addrs: requireCluster(t).Addrs(), KeyPrefix: prefix})
 }
 
 func TestConformanceCluster(t *testing.T) {
@@ -225,11 +219,7 @@ func TestWatchDeliversOtherInstancesChanges(t *testing.T) {
 // resync; a failed resync is asked for again.
 func TestWatchHealsAMissedNotice(t *testing.T) {
 	prefix := uniquePrefix()
-	s, err := Open(Options{URL: requireServer(t), KeyPrefix: prefix, CheckInterval: 50 * time.Millisecond}, engine.SystemClock{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openWith(t, engine.SystemClock{}, Options{URL: requireServer(t), KeyPrefix: prefix, CheckInterval: 50 * time.Millisecond})
 	writer := open(t, engine.SystemClock{}, prefix)
 	w := startWatch(t, s)
 	ctx := context.Background()
@@ -270,11 +260,7 @@ func TestOutageFailsFastAndRecovers(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(srv.Kill)
-	s, err := Open(Options{URL: srv.URL(), CheckInterval: 50 * time.Millisecond, Timeout: 200 * time.Millisecond}, engine.SystemClock{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openWith(t, engine.SystemClock{}, Options{URL: srv.URL(), CheckInterval: 50 * time.Millisecond, Timeout: 200 * time.Millisecond})
 	w := startWatch(t, s)
 	ctx := context.Background()
 	if err := s.Put(ctx, "k/1", []byte("v"), 0); err != nil {
@@ -347,20 +333,12 @@ func TestSentinel(t *testing.T) {
 	}
 	t.Run("Conformance", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T, clock *engine.FakeClock) engine.Store {
-			s, err := Open(opts(uniquePrefix()), clock, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
+			return openWith(t, clock, opts(uniquePrefix()))
 		})
 	})
 	t.Run("Failover", func(t *testing.T) {
 		prefix := uniquePrefix()
-		s, err := Open(opts(prefix), engine.SystemClock{}, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Close() })
+		s := openWith(t, engine.SystemClock{}, opts(prefix))
 		ctx := context.Background()
 		if err := s.Put(ctx, "lease/owner/x", []byte("acked"), 0); err != nil {
 			t.Fatal(err)
@@ -403,11 +381,7 @@ func TestSlowRedisCallsAreBounded(t *testing.T) {
 	}
 	t.Cleanup(srv.Kill)
 	const timeout = 200 * time.Millisecond
-	s, err := Open(Options{URL: srv.URL(), Timeout: timeout}, engine.SystemClock{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
+	s := openWith(t, engine.SystemClock{}, Options{URL: srv.URL(), Timeout: timeout})
 	ctx := context.Background()
 	if err := s.Put(ctx, "k/1", []byte("v"), 0); err != nil {
 		t.Fatal(err)
