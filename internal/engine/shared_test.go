@@ -17,6 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/runtime/store/memstore"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore/redisproc"
 )
@@ -341,6 +342,13 @@ func TestSharedRoundTrips(t *testing.T) {
 	}); n != 0 {
 		t.Fatalf("1000 clean successes made %d Redis round trips, want 0", n)
 	}
+	if allocs := testing.AllocsPerRun(1000, func() {
+		if _, excluded := a.Check("vllm", "gpu-1", "m"); !excluded {
+			a.RecordSuccess("vllm", "gpu-1", "m")
+		}
+	}); allocs != 0 {
+		t.Fatalf("Check + RecordSuccess of a clean target in shared mode allocates %v times, want 0", allocs)
+	}
 	if n := in.trips(0, func() {
 		if err := a.RecordFailure(ctx, fail503("openai")); err != nil {
 			t.Fatal(err)
@@ -561,5 +569,45 @@ func TestSharedToolLimitReachesOtherInstances(t *testing.T) {
 	}
 	if got := b.ToolLimits(); len(got) != 0 {
 		t.Fatalf("instance b after the clear and a resync: %+v", got)
+	}
+}
+
+// BenchmarkSuccessPath is Check + RecordSuccess on a clean target, the
+// request path of every success, with the state in a shared Redis and in
+// a single-instance memory store: the shared mode reads the same local
+// view and must cost the same (no round trip, no allocation).
+func BenchmarkSuccessPath(b *testing.B) {
+	for _, mode := range []string{"memory", "redis"} {
+		b.Run(mode, func(b *testing.B) {
+			var st engine.Store = memstore.New(engine.SystemClock{})
+			if mode == "redis" {
+				redisproc.Require(b)
+				dir := b.TempDir()
+				srv, err := redisproc.Start(filepath.Join(dir, "redis"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(srv.Kill)
+				rs, err := redisstore.Open(redisstore.Options{URL: srv.URL()}, engine.SystemClock{}, nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.Cleanup(func() { _ = rs.Close() })
+				st = rs
+			}
+			e, err := engine.New(context.Background(), engine.Options{Store: st, Providers: sharedProviders()})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, excluded := e.Check("openai", "key-a", "m"); !excluded {
+						e.RecordSuccess("openai", "key-a", "m")
+					}
+				}
+			})
+		})
 	}
 }

@@ -220,35 +220,54 @@ func (e *Engine) updateLock(ctx context.Context, k lockKey, op func(*lockouts) b
 // window gate counted the success locally: every piece of state the
 // success changed in the local view is queued for a background atomic
 // write, so the success path itself never waits for the store. A clean
-// target queues nothing.
+// target queues nothing and allocates nothing (the closures are built in
+// the helpers below, only for state that changed).
 func (e *Engine) shareSuccess(ps *providerState, provider, connection, model string) {
-	ctx := context.Background()
-	if ps != nil && ps.breakerDirty.Swap(false) {
-		e.writeLater(keyBreaker+url.PathEscape(provider), func() error {
-			return e.updateBreaker(ctx, ps, func(b *Breakers) { b.RecordSuccess(provider) }, true)
-		})
+	// Load before Swap: the clean path only reads the flags, so
+	// concurrent successes do not bounce their cache line between cores.
+	if ps != nil && ps.breakerDirty.Load() && ps.breakerDirty.Swap(false) {
+		e.breakerSuccessLater(ps)
 	}
-	if ps != nil && ps.gateDirty.Swap(false) {
-		e.writeLater(keyWindowGate+url.PathEscape(provider), func() error {
-			return e.updateGate(ctx, ps, func(g *WindowGate) { g.RecordSuccess(provider) }, true)
-		})
+	if ps != nil && ps.gateDirty.Load() && ps.gateDirty.Swap(false) {
+		e.gateSuccessLater(ps)
 	}
 	if e.cooldowns.recordSuccess(provider, connection) {
-		e.writeLater(connStoreKey(provider, connection), func() error {
-			return e.updateConn(ctx, provider, connection, func(c *cooldowns) bool { return c.recordSuccess(provider, connection) }, true)
-		})
+		e.connSuccessLater(provider, connection)
 	}
 	var fams quotaFamilies
 	if ps != nil {
 		fams = ps.families
 	}
 	for _, k := range e.lockouts.recordSuccess(provider, connection, model, fams, e.clock) {
-		e.writeLater(lockStoreKey(k), func() error {
-			return e.updateLock(ctx, k, func(l *lockouts) bool {
-				return len(l.recordSuccess(provider, connection, model, fams, e.clock)) > 0
-			}, true)
-		})
+		e.lockSuccessLater(k, model, fams)
 	}
+}
+
+func (e *Engine) breakerSuccessLater(ps *providerState) {
+	e.writeLater(keyBreaker+url.PathEscape(ps.id), func() error {
+		return e.updateBreaker(context.Background(), ps, func(b *Breakers) { b.RecordSuccess(ps.id) }, true)
+	})
+}
+
+func (e *Engine) gateSuccessLater(ps *providerState) {
+	e.writeLater(keyWindowGate+url.PathEscape(ps.id), func() error {
+		return e.updateGate(context.Background(), ps, func(g *WindowGate) { g.RecordSuccess(ps.id) }, true)
+	})
+}
+
+func (e *Engine) connSuccessLater(provider, connection string) {
+	e.writeLater(connStoreKey(provider, connection), func() error {
+		return e.updateConn(context.Background(), provider, connection,
+			func(c *cooldowns) bool { return c.recordSuccess(provider, connection) }, true)
+	})
+}
+
+func (e *Engine) lockSuccessLater(k lockKey, model string, fams quotaFamilies) {
+	e.writeLater(lockStoreKey(k), func() error {
+		return e.updateLock(context.Background(), k, func(l *lockouts) bool {
+			return len(l.recordSuccess(k.provider, k.connection, model, fams, e.clock)) > 0
+		}, true)
+	})
 }
 
 // writeLater queues a background write of key; when the queue is full the
