@@ -668,13 +668,6 @@ func (b *Breakers) restoreKeepProbe(provider string, s BreakerSnapshot) {
 	}
 }
 
-// config returns provider's window gate configuration.
-func (g *WindowGate) config(provider string) WindowGateConfig {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.state(provider).cfg
-}
-
 // loadToolLimit installs the stored tool limit of key (absent: none). A
 // learned limit is a hint, written whole (the last writer wins).
 func (e *Engine) loadToolLimit(ctx context.Context, key string) error {
