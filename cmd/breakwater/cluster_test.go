@@ -310,7 +310,7 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 const propagationBudget = 100 * time.Millisecond
 
 // TestClusterPropagation: breaker, cooldown, lockout, lease, settings,
-// operator-rule, combo and rate-limit-protection changes made through one
+// operator-rule, combo, rate-limit-protection and model-cap changes made through one
 // instance are seen by the two others within 100 ms each, on a single
 // Redis and on a 3-node Redis Cluster. The delay is measured from the
 // moment the changing call answered on the first instance to the moment
@@ -434,6 +434,24 @@ func TestClusterPropagation(t *testing.T) {
 					for _, a := range adm {
 						if a := a.(map[string]any); a["provider"] == "alpha" && a["connection"] == "a1" {
 							return a["rate_limit_protection"] == on
+						}
+					}
+					return false
+				}))
+
+				// A per-model concurrency cap set at run time.
+				capV := r + 1
+				if code, m := f.admin(from, "PUT", "/api/resilience/model-concurrency",
+					fmt.Sprintf(`{"provider":"alpha","connection":"a1","model":"m1","cap":%d}`, capV)); code != 200 {
+					t.Fatalf("model cap: %d %v", code, m)
+				}
+				record("model concurrency cap", f.observe(from, propagationBudget, "model concurrency cap", func(i int) bool {
+					_, m := f.admin(i, "GET", "/api/resilience/model-concurrency", "")
+					list, _ := m["connections"].([]any)
+					for _, c := range list {
+						if c := c.(map[string]any); c["provider"] == "alpha" && c["connection"] == "a1" {
+							caps, _ := c["caps"].(map[string]any)
+							return caps["m1"] == float64(capV)
 						}
 					}
 					return false

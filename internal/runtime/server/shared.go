@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
@@ -15,8 +16,8 @@ import (
 // state store (the gateway's cluster sync calls these): what the server
 // and its proxy keep in memory — combos defined through the admin API, the
 // admission settings derived from the resilience settings, the rate-limit
-// protection flags, cached session pins and lease holders — is re-read
-// from the store.
+// protection flags and per-model concurrency caps set at run time, cached
+// session pins and lease holders — is re-read from the store.
 
 // StoreChanged applies a change another instance made to store key key,
 // re-reading it from the store. It reports whether the key is one the
@@ -24,12 +25,14 @@ import (
 // whose change moves the admission settings: call it after the engine's
 // LoadKey).
 func (s *Server) StoreChanged(ctx context.Context, key string) (bool, error) {
-	switch key {
-	case apiCombosKey:
+	switch {
+	case key == apiCombosKey:
 		return true, s.ReloadCombos(ctx)
-	case engine.SettingsKey:
+	case key == engine.SettingsKey:
 		s.proxy.SettingsChanged(s.eng.Settings())
 		return true, nil
+	case strings.HasPrefix(key, modelCapKey):
+		return true, s.restoreModelCaps(ctx)
 	}
 	return s.proxy.StoreChanged(ctx, key)
 }
@@ -38,7 +41,7 @@ func (s *Server) StoreChanged(ctx context.Context, key string) (bool, error) {
 // have been missed.
 func (s *Server) StoreResync(ctx context.Context) error {
 	s.proxy.SettingsChanged(s.eng.Settings())
-	return errors.Join(s.proxy.StoreResync(ctx), s.ReloadCombos(ctx))
+	return errors.Join(s.proxy.StoreResync(ctx), s.ReloadCombos(ctx), s.restoreModelCaps(ctx))
 }
 
 // ReloadCombos re-reads the combos defined through the admin API and
