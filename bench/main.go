@@ -11,7 +11,9 @@
 // then, with gateways in front of a hard-down provider and a flaky one,
 // the same comparison under fire, the time a recovered provider takes to
 // get traffic again, and a rate-limited provider whose keys each have a
-// token bucket. With -profile the gateways expose pprof on loopback and
+// token bucket; and with three gateways sharing one redis-server, how fast
+// a change reaches the others and what Redis mode costs a success against
+// Badger mode. With -profile the gateways expose pprof on loopback and
 // every gateway run leaves a CPU and an allocation profile. It writes
 // OUT/latest.md and OUT/latest.json and prints the markdown.
 //
@@ -80,6 +82,9 @@ type options struct {
 	bodyRate          float64
 	skipFailurePath   bool
 	profile           bool
+	skipCluster       bool
+	clusterChanges    int
+	clusterDuration   time.Duration
 }
 
 func main() {
@@ -110,7 +115,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench:", runErr)
 		return 1
 	}
-	if opts.strict && (failed(rep.Targets) || failed(rep.Budgets)) {
+	if opts.strict && (failed(rep.Targets) || failed(rep.Budgets) || failed(rep.ClusterBudgets)) {
 		fmt.Fprintln(os.Stderr, "bench: a target or budget failed (-strict)")
 		return 1
 	}
@@ -167,6 +172,9 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.bodyRate, "body-rate", 10, "curves: open-loop rate of the body-size rows, req/s")
 	fs.BoolVar(&o.skipFailurePath, "skip-failure-path", false, "skip the failure-path benchmark (go test -bench in bench/internal/failpath)")
 	fs.BoolVar(&o.profile, "profile", false, "run the gateways with --pprof and write a CPU and an allocation profile of every measured gateway run to OUT/profiles")
+	fs.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the several-instances scenario (three gateways on one redis-server)")
+	fs.IntVar(&o.clusterChanges, "cluster-changes", 200, "several instances: settings changes whose propagation is timed")
+	fs.DurationVar(&o.clusterDuration, "cluster-duration", 10*time.Second, "several instances: measured time of the Badger and the Redis closed-loop runs")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -192,6 +200,8 @@ func parseFlags(args []string) (options, error) {
 			"slow-ramp":           func() { o.slowRamp = time.Second },
 			"slow-hold":           func() { o.slowHold = 2 * time.Second },
 			"body-sizes":          func() { *bodies = "1024,1048576" },
+			"cluster-changes":     func() { o.clusterChanges = 40 },
+			"cluster-duration":    func() { o.clusterDuration = 3 * time.Second },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -232,6 +242,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-warmup, -stream-interval and -settle must be ≥ 0")
 	case o.fireRate <= 0, o.fireDuration <= 0, o.firePoll <= 0, o.recoveryMax <= 0:
 		return o, errors.New("-fire-rate, -fire-duration, -fire-poll and -recovery-max must be > 0")
+	case o.clusterChanges < 1 || o.clusterDuration <= 0:
+		return o, errors.New("-cluster-changes must be ≥ 1 and -cluster-duration > 0")
 	case o.breakerReset < time.Second || o.breakerReset > 24*time.Hour:
 		return o, errors.New("-breaker-reset must be within 1s..24h (the gateway clamps it so)")
 	}
@@ -308,6 +320,8 @@ func newReport(o options) *Report {
 			BreakerResetMS:        o.breakerReset.Milliseconds(),
 			FirePollMS:            float64(o.firePoll) / float64(time.Millisecond),
 			RecoveryMaxSeconds:    o.recoveryMax.Seconds(),
+			ClusterChanges:        o.clusterChanges,
+			ClusterSeconds:        o.clusterDuration.Seconds(),
 			CurveRatePerS:         o.curveRate,
 			CurveSeconds:          o.curveDuration.Seconds(),
 			Profile:               o.profile,

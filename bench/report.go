@@ -39,13 +39,17 @@ type Report struct {
 	UnderFire   *UnderFireResult   `json:"under_fire,omitempty"`
 	Recovery    *RecoveryResult    `json:"recovery,omitempty"`
 	RateLimited *RateLimitedResult `json:"rate_limited,omitempty"`
+	// Cluster is the several-instances scenario.
+	Cluster *ClusterResult `json:"cluster,omitempty"`
 	// Profiles are the gateway's CPU and allocation profiles (PROFILE=1).
 	Profiles []Profile `json:"profiles,omitempty"`
 	// Targets are the targets of the "thinnest possible proxy" issue,
 	// judged against the bare proxy; Budgets the earlier budgets kept.
 	Targets []Budget `json:"targets"`
 	Budgets []Budget `json:"budgets"`
-	Notes   []string `json:"notes,omitempty"`
+	// ClusterBudgets are the several-instances ones.
+	ClusterBudgets []Budget `json:"cluster_budgets,omitempty"`
+	Notes          []string `json:"notes,omitempty"`
 }
 
 // GatewaySetup is how the gateway under test was run.
@@ -85,6 +89,8 @@ type Settings struct {
 	BreakerResetMS        int64     `json:"breaker_reset_ms"`
 	FirePollMS            float64   `json:"fire_poll_ms"`
 	RecoveryMaxSeconds    float64   `json:"recovery_max_s"`
+	ClusterChanges        int       `json:"cluster_changes,omitempty"`
+	ClusterSeconds        float64   `json:"cluster_s,omitempty"`
 	CurveRatePerS         float64   `json:"curve_rate_per_s"`
 	CurveSeconds          float64   `json:"curve_s"`
 	Profile               bool      `json:"profile"`
@@ -507,6 +513,7 @@ func (r *Report) Markdown() string {
 	r.curvesMarkdown(&b)
 	r.fireMarkdown(&b)
 	r.rateLimitedMarkdown(&b)
+	r.clusterMarkdown(&b)
 	r.profilesMarkdown(&b)
 
 	if len(r.Notes) > 0 {

@@ -194,6 +194,9 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 	}
 	rep.Targets = evaluateTargets(rep)
 	rep.Budgets = evaluateBudgets(rep)
+	if rep.Cluster != nil {
+		rep.ClusterBudgets = clusterBudgets(rep)
+	}
 	return rep, runErr
 }
 
@@ -243,6 +246,7 @@ func (b *bench) scenarios(ctx context.Context, mem *MemoryResult) error {
 		{"curves", b.o.skipCurves, b.curves},
 		{"under fire", b.o.skipFire, b.underFire},
 		{"rate-limited", b.o.skipRateLimited, b.rateLimited},
+		{"several instances", b.o.skipCluster, b.cluster},
 	}
 	for i, s := range steps {
 		if s.skip {

@@ -143,12 +143,13 @@ func (e *Engine) coolEgressSiblings(ctx context.Context, ps *providerState, o Ou
 		if ps.disableCooling[sib] {
 			continue
 		}
-		d, changed := e.cooldowns.coolUntil(o, sib, st.RateLimitedUntil, now)
-		if !changed {
-			continue
-		}
-		errs = append(errs, e.persistConn(ctx, o.Provider, sib))
-		if ob.OnCooldown != nil {
+		var d time.Duration
+		errs = append(errs, e.updateConn(ctx, o.Provider, sib, func(c *cooldowns) bool {
+			var changed bool
+			d, changed = c.coolUntil(o, sib, st.RateLimitedUntil, now)
+			return changed
+		}, false))
+		if d > 0 && ob.OnCooldown != nil {
 			ob.OnCooldown(o.Provider, sib, string(o.Reason), d)
 		}
 	}

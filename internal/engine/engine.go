@@ -153,6 +153,8 @@ type Engine struct {
 	settings   atomic.Pointer[Settings]
 
 	observer atomic.Pointer[Observer]
+	// shared is set when the Store is a SharedStore (see shared.go).
+	shared *sharedState
 	// writeLocks serialise the store writes of one key (striped), so that
 	// the last write of a key always carries its latest state.
 	writeLocks [64]sync.Mutex
@@ -188,6 +190,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 	if e.classifier == nil {
 		e.classifier = DefaultClassifier{}
+	}
+	if ss, ok := o.Store.(SharedStore); ok {
+		e.shared = newSharedState(ss)
 	}
 	base := o.Settings
 	if reflect.ValueOf(base).IsZero() {
@@ -295,6 +300,9 @@ func (e *Engine) loadState(ctx context.Context) error {
 			return fmt.Errorf("engine: load %s*: %w", prefix, err)
 		}
 		for _, kv := range kvs {
+			if e.shared != nil {
+				e.shared.observe(kv.Key, kv.Value)
+			}
 			if err := fn(strings.TrimPrefix(kv.Key, prefix), kv.Value); err != nil {
 				e.log.Warn("skipping unreadable state entry", "key", kv.Key, "error", err)
 			}
@@ -552,6 +560,10 @@ func (e *Engine) RecordSuccess(provider, connection, model string) {
 	if s.ProviderCooldown.Enabled {
 		e.gate.RecordSuccess(provider)
 	}
+	if e.shared != nil {
+		e.shareSuccess(ps, provider, connection, model)
+		return
+	}
 	ctx := context.Background()
 	var errs []error
 	if ps != nil {
@@ -610,19 +622,19 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 	var errs []error
 
 	if TripsBreaker(o) {
-		e.breakers.RecordFailure(o.Provider, o)
-		errs = append(errs, e.persistBreaker(ctx, ps))
+		errs = append(errs, e.updateBreaker(ctx, ps, func(b *Breakers) { b.RecordFailure(o.Provider, o) }, false))
 	}
 	if s.ProviderCooldown.Enabled && countsForWindowGate(o) {
-		if e.gate.RecordFailure(o.Provider, o.Connection, e.gateFailure(o, now)) {
-			errs = append(errs, e.persistGate(ctx, ps))
-		}
+		errs = append(errs, e.updateGate(ctx, ps, func(g *WindowGate) { g.RecordFailure(o.Provider, o.Connection, e.gateFailure(o, now)) }, false))
 	}
 
-	eff, changed := e.cooldowns.recordFailure(o, e.cooldownPolicy(ps, o.Connection, s), now)
-	if changed {
-		errs = append(errs, e.persistConn(ctx, o.Provider, o.Connection))
-	}
+	var eff cooldownEffect
+	cpol := e.cooldownPolicy(ps, o.Connection, s)
+	errs = append(errs, e.updateConn(ctx, o.Provider, o.Connection, func(c *cooldowns) bool {
+		var changed bool
+		eff, changed = c.recordFailure(o, cpol, now)
+		return changed
+	}, false))
 	switch {
 	case eff.terminal != "":
 		e.log.Warn("connection entered a terminal state", "provider", o.Provider,
@@ -659,11 +671,12 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 // lockModel records failure o as a lock of model key on its connection
 // under policy pol, persists it and reports it to the observer.
 func (e *Engine) lockModel(ctx context.Context, o Outcome, key, family string, pol lockoutPolicy, now time.Time) error {
-	_, d, changed := e.lockouts.recordFailure(o, key, family, pol, now)
-	var err error
-	if changed {
-		err = e.persistLock(ctx, lockKey{o.Provider, o.Connection, key})
-	}
+	var d time.Duration
+	err := e.updateLock(ctx, lockKey{o.Provider, o.Connection, key}, func(l *lockouts) bool {
+		var changed bool
+		_, d, changed = l.recordFailure(o, key, family, pol, now)
+		return changed
+	}, false)
 	if fn := e.obs().OnLockout; d > 0 && fn != nil {
 		fn(o.Provider, o.Connection, key, string(o.Reason), d)
 	}
@@ -803,20 +816,43 @@ func (e *Engine) persist(ctx context.Context, key string, snap func() (value []b
 	}
 	if !ok {
 		if err := e.store.Delete(ctx, key); err != nil {
+			e.unshared(key)
 			return fmt.Errorf("delete %s: %w", key, err)
 		}
+		e.observed(key, nil)
 		return nil
 	}
 	if err := e.store.Put(ctx, key, v, ttl); err != nil {
+		e.unshared(key)
 		return fmt.Errorf("write %s: %w", key, err)
 	}
+	e.observed(key, v)
 	return nil
+}
+
+// observed records, in shared mode, that key now holds v (nil: absent).
+func (e *Engine) observed(key string, v []byte) {
+	if e.shared != nil {
+		e.shared.observe(key, v)
+	}
+}
+
+// unshared records, in shared mode, that the local change of key did not
+// reach the store (Resync writes it).
+func (e *Engine) unshared(key string) {
+	if e.shared != nil {
+		e.shared.markDirty(key)
+	}
 }
 
 func (e *Engine) persistBreaker(ctx context.Context, ps *providerState) error {
 	ps.breakerDirty.Store(false)
 	return e.persist(ctx, keyBreaker+url.PathEscape(ps.id), func() ([]byte, time.Duration, bool, error) {
-		v, err := json.Marshal(e.breakers.Peek(ps.id))
+		snap := e.breakers.Peek(ps.id)
+		if e.shared != nil {
+			snap = sharedBreakerSnapshot(snap)
+		}
+		v, err := json.Marshal(snap)
 		return v, 0, true, err
 	})
 }
@@ -824,37 +860,22 @@ func (e *Engine) persistBreaker(ctx context.Context, ps *providerState) error {
 func (e *Engine) persistGate(ctx context.Context, ps *providerState) error {
 	ps.gateDirty.Store(false)
 	return e.persist(ctx, keyWindowGate+url.PathEscape(ps.id), func() ([]byte, time.Duration, bool, error) {
-		snap := e.gate.Snapshot(ps.id)
-		if snap.CoolingUntil.IsZero() && len(snap.Failures) == 0 && len(snap.Last) == 0 {
-			return nil, 0, false, nil
-		}
-		v, err := json.Marshal(snap)
-		return v, 0, true, err
+		v, ttl, ok := gateValue(e.gate.Snapshot(ps.id))
+		return v, ttl, ok, nil
 	})
 }
 
 func (e *Engine) persistConn(ctx context.Context, provider, connection string) error {
-	key := keyCooldown + url.PathEscape(provider) + "/" + url.PathEscape(connection)
-	return e.persist(ctx, key, func() ([]byte, time.Duration, bool, error) {
-		st, ok := e.cooldowns.get(provider, connection)
-		if !ok {
-			return nil, 0, false, nil
-		}
-		v, err := json.Marshal(st)
-		return v, st.storeTTL(e.clock.Now()), true, err
+	return e.persist(ctx, connStoreKey(provider, connection), func() ([]byte, time.Duration, bool, error) {
+		v, ttl, ok := e.connValue(e.cooldowns, provider, connection)
+		return v, ttl, ok, nil
 	})
 }
 
 func (e *Engine) persistLock(ctx context.Context, k lockKey) error {
-	key := keyLockout + url.PathEscape(k.provider) + "/" + url.PathEscape(k.connection) + "/" + url.PathEscape(k.model)
-	return e.persist(ctx, key, func() ([]byte, time.Duration, bool, error) {
-		le, ok := e.lockouts.get(k)
-		if !ok {
-			return nil, 0, false, nil
-		}
-		v, err := json.Marshal(le)
-		pol := newLockoutPolicy(e.settings.Load().ModelLockout)
-		return v, le.storeTTL(e.clock.Now(), pol), true, err
+	return e.persist(ctx, lockStoreKey(k), func() ([]byte, time.Duration, bool, error) {
+		v, ttl, ok := e.lockValue(e.lockouts, k)
+		return v, ttl, ok, nil
 	})
 }
 

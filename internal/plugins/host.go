@@ -128,9 +128,10 @@ type Host struct {
 	cache    wazero.CompilationCache
 	rtConfig wazero.RuntimeConfig
 
-	mu     sync.Mutex // serialises Load, Reload and Close
-	specs  []Spec     // guarded by mu
-	closed bool       // guarded by mu
+	mu       sync.Mutex            // serialises Load, Reload and Close
+	specs    []Spec                // guarded by mu
+	closed   bool                  // guarded by mu
+	onReload func(context.Context) // guarded by mu; see OnReload
 
 	set atomic.Pointer[pluginSet]
 }
@@ -225,14 +226,21 @@ func (h *Host) Load(ctx context.Context, specs []Spec) error {
 }
 
 // Reload re-reads every plugin file of the last successful Load and
-// reloads those that changed, with Load's all-or-nothing rule.
+// reloads those that changed, with Load's all-or-nothing rule. After a
+// successful reload it calls the OnReload hook.
 func (h *Host) Reload(ctx context.Context) error {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.closed {
+		h.mu.Unlock()
 		return errClosed
 	}
-	return h.apply(ctx, h.specs)
+	err := h.apply(ctx, h.specs)
+	hook := h.onReload
+	h.mu.Unlock()
+	if err == nil && hook != nil {
+		hook(ctx)
+	}
+	return err
 }
 
 // checkSpecs rejects specs without a name or path, duplicate names and

@@ -32,6 +32,9 @@ type Shape struct {
 	Combos int
 	// AdminToken, when set, is the admin token (a loopback test value).
 	AdminToken string
+	// RedisURL, when set, keeps the state in that Redis (keys under
+	// RedisPrefix) instead of Badger, so several gateways share it.
+	RedisURL, RedisPrefix string
 }
 
 // configChanges are the settings every benchmark configuration sets beyond
@@ -49,7 +52,7 @@ func GatewayConfigChanges() []string {
 }
 
 // GatewayConfig returns the configuration (docs/api.md format) of a
-// benchmark gateway of shape s: Badger state under s.DataDir, no client
+// benchmark gateway of shape s: Badger state under s.DataDir (or Redis), no client
 // keys (open on loopback), and the settings of GatewayConfigChanges.
 func GatewayConfig(s Shape) []byte {
 	var b strings.Builder
@@ -57,7 +60,11 @@ func GatewayConfig(s Shape) []byte {
 	if s.AdminToken != "" {
 		fmt.Fprintf(&b, "  admin_token: %q\n", s.AdminToken)
 	}
-	fmt.Fprintf(&b, "state:\n  backend: badger\n  path: %q\nproviders:\n", s.DataDir)
+	if s.RedisURL != "" {
+		fmt.Fprintf(&b, "state:\n  backend: redis\n  redis_url: %q\n  redis_key_prefix: %q\nproviders:\n", s.RedisURL, s.RedisPrefix)
+	} else {
+		fmt.Fprintf(&b, "state:\n  backend: badger\n  path: %q\nproviders:\n", s.DataDir)
+	}
 	base := "http://" + s.MockAddr + "/v1"
 	conns := s.Connections
 	if conns < 1 {

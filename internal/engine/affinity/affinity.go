@@ -67,10 +67,10 @@ type record struct {
 func (r record) ttl() time.Duration { return time.Duration(r.TTLMS) * time.Millisecond }
 
 // Pins maps sessions to pinned connections. Pins are persisted; Get reads
-// an in-memory cache and loads from the store on a miss. Each instance's
-// cache may lag a pin changed by another gateway instance sharing the
-// store until the cached pin expires or is re-pinned there: affinity is a
-// preference, not a fence. Likewise two concurrent Pins of one session to
+// an in-memory cache and loads from the store on a miss. When several
+// gateway instances share the store, each drops a cached pin another
+// instance changed when it is told (Forget, ForgetAll); until then it may
+// lag: affinity is a preference, not a fence. Likewise two concurrent Pins of one session to
 // different connections leave the last store write in the store and may
 // leave the other in this instance's cache until the next Pin or Unpin.
 // Pins is goroutine-safe.
@@ -247,4 +247,24 @@ func (p *Pins) insert(h string, r record, now time.Time) {
 func hashSession(session string) string {
 	sum := sha256.Sum256([]byte(session))
 	return hex.EncodeToString(sum[:])
+}
+
+// KeyPrefix is the store key prefix of every pin.
+const KeyPrefix = keyPrefix
+
+// Forget drops the cached pin stored under store key key (KeyPrefix and
+// the session hash), so the next Get reads the store: the receiving end
+// of a pin another gateway instance changed. Other keys are ignored.
+func (p *Pins) Forget(key string) {
+	if h, ok := strings.CutPrefix(key, keyPrefix); ok {
+		p.forget(h)
+	}
+}
+
+// ForgetAll drops every cached pin (after changes may have been missed).
+func (p *Pins) ForgetAll() {
+	p.mu.Lock()
+	clear(p.cache)
+	p.version++
+	p.mu.Unlock()
 }

@@ -277,3 +277,34 @@ func TestConcurrentUse(t *testing.T) {
 		t.Fatalf("Get = %q", c)
 	}
 }
+
+// TestForgetDropsAPinAnotherInstanceChanged: two instances on one store;
+// the second keeps its cached pin after the first moves the session
+// until it is told (Forget with the store key, or ForgetAll), then reads
+// the new pin.
+func TestForgetDropsAPinAnotherInstanceChanged(t *testing.T) {
+	a, store, clock := newPins()
+	b := New(store, clock)
+	ctx := context.Background()
+	_ = a.Pin(ctx, "s1", "p/conn-1", time.Hour)
+	if c, _ := b.Get(ctx, "s1"); c != "p/conn-1" {
+		t.Fatalf("b reads %q", c)
+	}
+	_ = a.Pin(ctx, "s1", "p/conn-2", time.Hour)
+	if c, _ := b.Get(ctx, "s1"); c != "p/conn-1" {
+		t.Fatalf("b read %q before being told: its cache is not in use", c)
+	}
+	b.Forget("lease/unrelated")
+	if c, _ := b.Get(ctx, "s1"); c != "p/conn-1" {
+		t.Fatal("an unrelated key dropped the pin")
+	}
+	b.Forget(storeKey("s1"))
+	if c, _ := b.Get(ctx, "s1"); c != "p/conn-2" {
+		t.Fatalf("b after Forget reads %q, want p/conn-2", c)
+	}
+	_ = a.Unpin(ctx, "s1")
+	b.ForgetAll()
+	if c, ok := b.Get(ctx, "s1"); ok {
+		t.Fatalf("b after ForgetAll still reads %q", c)
+	}
+}

@@ -120,12 +120,13 @@ type connRecord struct {
 	ExpiresAt  time.Time `json:"expires_at"`
 }
 
-// Manager acquires, renews, releases, fences and binds leases. It keeps no
-// state of its own beyond its store and is goroutine-safe.
+// Manager acquires, renews, releases, fences and binds leases. Beyond its
+// store it keeps only a cache of Holder's answers; it is goroutine-safe.
 type Manager struct {
 	store engine.Store
 	clock engine.Clock
 	opts  Options
+	view  holderView
 }
 
 // New returns a Manager on store, judging expiry with clock.
@@ -385,17 +386,29 @@ func (m *Manager) abandon(ctx context.Context, claimed bool, connRef string, l L
 
 // Holder reports who holds connRef: the owner hash and expiry of the live
 // lease claiming it. Routing excludes a connection held by another owner.
-// A store error reads as not held; Bind, the final fence, reports it.
+// The answer is cached (see holderView), so routing reads the store once
+// per connection and change. A store error reads as not held; Bind, the
+// final fence, reports it.
 func (m *Manager) Holder(ctx context.Context, connRef string) (ownerSHA string, until time.Time, held bool) {
-	c, _, err := m.loadConn(ctx, connRef)
-	if err != nil || c == nil {
+	e, version, ok := m.view.get(connRef)
+	if !ok {
+		c, _, err := m.loadConn(ctx, connRef)
+		if err != nil {
+			return "", time.Time{}, false
+		}
+		if c != nil {
+			until, live, err := m.claimLive(ctx, c)
+			if err != nil {
+				return "", time.Time{}, false
+			}
+			e = holderEntry{owner: c.OwnerSHA, until: until, held: live}
+		}
+		m.view.put(connRef, e, version)
+	}
+	if !e.held || !m.clock.Now().Before(e.until) {
 		return "", time.Time{}, false
 	}
-	until, live, err := m.claimLive(ctx, c)
-	if err != nil || !live {
-		return "", time.Time{}, false
-	}
-	return c.OwnerSHA, until, true
+	return e.owner, e.until, true
 }
 
 // claimLive reports whether claim c is backed by its owner's live lease at
@@ -498,6 +511,7 @@ func (m *Manager) unclaim(ctx context.Context, connRef, sha string, generation i
 			return fmt.Errorf("free connection claim: %w", err)
 		}
 		if ok {
+			m.view.dropRef(connRef)
 			return nil
 		}
 	}
@@ -532,6 +546,9 @@ func (m *Manager) casOwner(ctx context.Context, sha string, old []byte, rec *own
 	if err != nil {
 		return false, fmt.Errorf("write lease: %w", err)
 	}
+	if ok {
+		m.view.dropOwner(sha)
+	}
 	return ok, nil
 }
 
@@ -563,6 +580,9 @@ func (m *Manager) casConn(ctx context.Context, connRef string, old []byte, c *co
 	ok, err := m.store.CompareAndSet(ctx, keyConn+connRef, old, b, ttl)
 	if err != nil {
 		return false, fmt.Errorf("write connection claim: %w", err)
+	}
+	if ok {
+		m.view.dropRef(connRef)
 	}
 	return ok, nil
 }

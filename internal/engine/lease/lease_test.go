@@ -654,3 +654,95 @@ func TestErrorStatuses(t *testing.T) {
 		t.Fatal("errors.Is does not match by code")
 	}
 }
+
+// countingStore counts Gets, to pin how often Holder reads the store.
+type countingStore struct {
+	engine.Store
+	mu   sync.Mutex
+	gets int
+}
+
+func (c *countingStore) Get(ctx context.Context, key string) ([]byte, bool, error) {
+	c.mu.Lock()
+	c.gets++
+	c.mu.Unlock()
+	return c.Store.Get(ctx, key)
+}
+
+func (c *countingStore) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.gets
+}
+
+// TestHolderIsCachedAndForgotten: Holder reads the store once per
+// connection and change (routing an unleased request costs no store read
+// after that); this Manager's own writes drop the cached answer at once,
+// another instance's when it is told (Forget), and a held answer lapses at
+// the lease's expiry by itself.
+func TestHolderIsCachedAndForgotten(t *testing.T) {
+	clock := engine.NewFakeClock(epoch)
+	shared := newMemStore(clock)
+	ca, cb := &countingStore{Store: shared}, &countingStore{Store: shared}
+	a, b := New(ca, clock, Options{}), New(cb, clock, Options{})
+	ctx := context.Background()
+	const ref = "openai/key-a"
+
+	if _, _, held := b.Holder(ctx, ref); held {
+		t.Fatal("fresh connection reads as held")
+	}
+	reads := cb.count()
+	for range 100 {
+		b.Holder(ctx, ref)
+	}
+	if n := cb.count() - reads; n != 0 {
+		t.Fatalf("100 cached Holder calls read the store %d times, want 0", n)
+	}
+
+	l, err := a.Acquire(ctx, "app1", owner(1), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, held := a.Holder(ctx, ref); held {
+		t.Fatal("held before the bind")
+	}
+	if err := a.Bind(ctx, l, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, held := a.Holder(ctx, ref); !held {
+		t.Fatal("the binding instance's own cache was not dropped by its bind")
+	}
+	if _, _, held := b.Holder(ctx, ref); held {
+		t.Fatal("instance b saw the bind before being told: its cache is not in use")
+	}
+	b.Forget("lease/conn/" + ref)
+	sha, until, held := b.Holder(ctx, ref)
+	if !held || sha != l.OwnerHash() || !until.Equal(l.ExpiresAt) {
+		t.Fatalf("b after Forget: %s %v %v", sha, until, held)
+	}
+
+	// A renew on a moves the expiry; b learns it through the owner key.
+	clock.Advance(time.Minute)
+	r, err := a.Renew(ctx, "app1", owner(1), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Forget("lease/owner/" + l.OwnerHash())
+	if _, until, _ := b.Holder(ctx, ref); !until.Equal(r.ExpiresAt) {
+		t.Fatalf("b after the renew: until %v, want %v", until, r.ExpiresAt)
+	}
+
+	// The held answer lapses at the expiry without any store read.
+	reads = cb.count()
+	clock.Set(r.ExpiresAt)
+	if _, _, held := b.Holder(ctx, ref); held {
+		t.Fatal("held past the lease's expiry")
+	}
+	if n := cb.count() - reads; n != 0 {
+		t.Fatalf("the lapse read the store %d times", n)
+	}
+	b.ForgetAll()
+	if b.Holder(ctx, ref); cb.count() == reads {
+		t.Fatal("ForgetAll kept the cached answer")
+	}
+}

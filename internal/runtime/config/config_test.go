@@ -367,6 +367,26 @@ func TestValidateWithoutPositions(t *testing.T) {
 	}
 }
 
+func TestRedisTopologyAndSecrets(t *testing.T) {
+	c := mustParse(t, "state:\n  backend: redis\n  redis_mode: sentinel\n  redis_master_name: mymaster\n"+
+		"  redis_username: env:RU\n  redis_password: file:"+writeSecret(t, "pw-from-file\n")+"\n  redis_tls: true\n",
+		map[string]string{"RU": "gateway", "BREAKWATER_STATE_REDIS_ADDRS": "10.0.0.1:26379, 10.0.0.2:26379"})
+	s := c.State
+	if s.RedisMode != "sentinel" || s.RedisMasterName != "mymaster" || !s.RedisTLS ||
+		s.RedisUsername.Value() != "gateway" || s.RedisPassword.Value() != "pw-from-file" {
+		t.Errorf("state = %#v", s)
+	}
+	if len(s.RedisAddrs) != 2 || s.RedisAddrs[0] != "10.0.0.1:26379" || s.RedisAddrs[1] != "10.0.0.2:26379" {
+		t.Errorf("redis_addrs from the environment = %q", s.RedisAddrs)
+	}
+	if strings.Contains(fmt.Sprintf("%v %+v %#v", s, s, s), "pw-from-file") {
+		t.Error("the Redis password shows when the state is printed")
+	}
+	if got := strings.Join(c.Secrets(), " "); !strings.Contains(got, "pw-from-file") {
+		t.Errorf("Secrets() lacks the Redis password: %q", got)
+	}
+}
+
 func TestRedisBackend(t *testing.T) {
 	c := mustParse(t, "state: {backend: redis, redis_url: env:REDIS_URL}\n",
 		map[string]string{"REDIS_URL": "rediss://:pw@redis.internal:6380/1"})
@@ -391,4 +411,14 @@ keys:
 			t.Errorf("Secrets() lacks %q: %q", want, got)
 		}
 	}
+}
+
+// writeSecret writes a secret file and returns its path.
+func writeSecret(t *testing.T, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "secret")
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

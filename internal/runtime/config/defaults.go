@@ -62,6 +62,16 @@ var profiles = []string{ProfileAPIKey, ProfileOAuth, ProfileLocal}
 // backends lists the accepted state backends.
 var backends = []string{BackendBadger, BackendMemory, BackendRedis}
 
+// Redis topologies of state.redis_mode.
+const (
+	RedisSingle   = "single"
+	RedisSentinel = "sentinel"
+	RedisCluster  = "cluster"
+)
+
+// redisModes lists the accepted state.redis_mode values.
+var redisModes = []string{RedisSingle, RedisSentinel, RedisCluster}
+
 // strategies lists the routing strategy names of docs/resilience.md §13.
 var strategies = []string{
 	"priority", "weighted", "round-robin", "fill-first", "p2c", "random",

@@ -205,6 +205,41 @@ func TestErrors(t *testing.T) {
 			at:   "backend", path: "state.redis_url", msg: "is required with the redis backend",
 		},
 		{
+			name: "redis sentinel needs addrs and master name",
+			src:  "state:\n  backend: redis\n  redis_mode: sentinel\n",
+			at:   "backend", path: "state.redis_addrs", msg: "is required with redis_mode sentinel (host:port of each Sentinel)",
+		},
+		{
+			name: "redis cluster addr must be host:port",
+			src:  "state:\n  backend: redis\n  redis_mode: cluster\n  redis_addrs: [\"10.0.0.1\"]\n",
+			at:   `"10.0.0.1"`, path: "state.redis_addrs[0]", msg: `must be host:port (got "10.0.0.1")`,
+		},
+		{
+			name: "redis cluster has one database",
+			src:  "state:\n  backend: redis\n  redis_mode: cluster\n  redis_addrs: [\"10.0.0.1:6379\"]\n  redis_db: 2\n",
+			at:   "2\n", path: "state.redis_db", msg: "must be 0 with redis_mode cluster (a Cluster has one database)",
+		},
+		{
+			name: "redis mode typo",
+			src:  "state:\n  backend: redis\n  redis_url: redis://h:1\n  redis_mode: clustr\n",
+			at:   "clustr", path: "state.redis_mode", msg: `must be one of single, sentinel, cluster (got "clustr"); did you mean cluster?`,
+		},
+		{
+			name: "redis url is for a single server",
+			src:  "state:\n  backend: redis\n  redis_url: redis://h:1\n  redis_mode: cluster\n  redis_addrs: [\"h:1\"]\n",
+			at:   "redis://", path: "state.redis_url", msg: "is for a single server; redis_mode cluster takes redis_addrs",
+		},
+		{
+			name: "redis client certificate needs its key",
+			src:  "state:\n  backend: redis\n  redis_url: rediss://h:1\n  redis_tls_cert_file: /c.pem\n",
+			at:   "/c.pem", path: "state.redis_tls_cert_file", msg: "and redis_tls_key_file must be given together (a client certificate and its key)",
+		},
+		{
+			name: "redis timeout range",
+			src:  "state:\n  backend: redis\n  redis_url: redis://h:1\n  redis_timeout_ms: 5\n",
+			at:   "5\n", path: "state.redis_timeout_ms", msg: "must be between 10 and 60000 (got 5)",
+		},
+		{
 			name: "max_request_bytes must be positive",
 			src:  "server: {max_request_bytes: -1}\n",
 			at:   "-1", path: "server.max_request_bytes", msg: "must be greater than 0",

@@ -35,6 +35,10 @@ func (c *Config) Secrets() []string {
 	}
 	add(c.Server.AdminToken)
 	add(c.State.RedisURL)
+	// The Redis passwords; the ACL user names are Secret-typed for their
+	// env:/file: references but are not secrets to redact.
+	add(c.State.RedisPassword)
+	add(c.State.RedisSentinelPassword)
 	for _, p := range c.Providers {
 		for _, cn := range p.Connections {
 			add(cn.APIKey)

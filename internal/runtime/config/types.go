@@ -27,11 +27,35 @@ type Server struct {
 	IdleTimeoutMS      int64 `yaml:"idle_timeout_ms" json:"idle_timeout_ms"`
 }
 
-// State selects the state store backend.
+// State selects the state store backend. The redis_* keys configure the
+// redis backend (docs/deployment.md): one server (redis_url), a Sentinel
+// master or a Cluster (redis_addrs), with ACL credentials and TLS.
 type State struct {
 	Backend  string `yaml:"backend" json:"backend"`
 	Path     string `yaml:"path" json:"path"`
 	RedisURL Secret `yaml:"redis_url" json:"-"`
+	// RedisMode is single (default), sentinel or cluster.
+	RedisMode string `yaml:"redis_mode" json:"redis_mode,omitempty"`
+	// RedisAddrs are the Sentinel addresses or the Cluster seed nodes.
+	RedisAddrs      []string `yaml:"redis_addrs" json:"redis_addrs,omitempty"`
+	RedisMasterName string   `yaml:"redis_master_name" json:"redis_master_name,omitempty"`
+	RedisUsername   Secret   `yaml:"redis_username" json:"-"`
+	RedisPassword   Secret   `yaml:"redis_password" json:"-"`
+	// RedisSentinelUsername and RedisSentinelPassword authenticate to the
+	// Sentinels when they differ from the data nodes' credentials.
+	RedisSentinelUsername Secret `yaml:"redis_sentinel_username" json:"-"`
+	RedisSentinelPassword Secret `yaml:"redis_sentinel_password" json:"-"`
+	RedisDB               int    `yaml:"redis_db" json:"redis_db,omitempty"`
+	// RedisTLS encrypts the connections (implied by a rediss:// URL).
+	RedisTLS           bool   `yaml:"redis_tls" json:"redis_tls,omitempty"`
+	RedisTLSCAFile     string `yaml:"redis_tls_ca_file" json:"redis_tls_ca_file,omitempty"`
+	RedisTLSCertFile   string `yaml:"redis_tls_cert_file" json:"redis_tls_cert_file,omitempty"`
+	RedisTLSKeyFile    string `yaml:"redis_tls_key_file" json:"redis_tls_key_file,omitempty"`
+	RedisTLSServerName string `yaml:"redis_tls_server_name" json:"redis_tls_server_name,omitempty"`
+	// RedisKeyPrefix namespaces the keys (default "breakwater:").
+	RedisKeyPrefix string `yaml:"redis_key_prefix" json:"redis_key_prefix,omitempty"`
+	// RedisTimeoutMS bounds one Redis call (default 500).
+	RedisTimeoutMS int64 `yaml:"redis_timeout_ms" json:"redis_timeout_ms,omitempty"`
 }
 
 // Provider is one upstream service.

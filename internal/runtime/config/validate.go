@@ -212,11 +212,59 @@ func (v *validator) state(s *State) {
 			v.errorf("state.path", "must not be empty with the badger backend")
 		}
 	case BackendRedis:
+		v.redis(s)
+	}
+}
+
+// redis validates the redis_* keys of the redis backend.
+func (v *validator) redis(s *State) {
+	mode := s.RedisMode
+	if mode == "" {
+		mode = RedisSingle
+	}
+	v.enum("state.redis_mode", mode, redisModes)
+	switch mode {
+	case RedisSingle:
 		if s.RedisURL == "" {
 			v.errorf("state.redis_url", "is required with the redis backend")
 		} else if u, err := url.Parse(s.RedisURL.Value()); err != nil || !oneOf(u.Scheme, []string{"redis", "rediss", "unix"}) {
 			v.errorf("state.redis_url", "must be a redis://, rediss:// or unix:// URL (value not shown)")
 		}
+		if len(s.RedisAddrs) > 0 {
+			v.errorf("state.redis_addrs", "is for redis_mode sentinel or cluster; a single server is given by redis_url")
+		}
+	case RedisSentinel, RedisCluster:
+		if s.RedisURL != "" {
+			v.errorf("state.redis_url", "is for a single server; redis_mode %s takes redis_addrs", mode)
+		}
+		if len(s.RedisAddrs) == 0 {
+			v.errorf("state.redis_addrs", "is required with redis_mode %s (host:port of each %s)", mode,
+				map[string]string{RedisSentinel: "Sentinel", RedisCluster: "seed node"}[mode])
+		}
+		for i, a := range s.RedisAddrs {
+			if host, port, err := net.SplitHostPort(a); err != nil || host == "" || port == "" {
+				v.errorf(fmt.Sprintf("state.redis_addrs[%d]", i), "must be host:port (got %q)", a)
+			}
+		}
+	}
+	switch {
+	case mode == RedisSentinel && s.RedisMasterName == "":
+		v.errorf("state.redis_master_name", "is required with redis_mode sentinel")
+	case mode != RedisSentinel && s.RedisMasterName != "":
+		v.errorf("state.redis_master_name", "is only used with redis_mode sentinel")
+	}
+	if mode == RedisCluster && s.RedisDB != 0 {
+		v.errorf("state.redis_db", "must be 0 with redis_mode cluster (a Cluster has one database)")
+	}
+	v.rangeCheck("state.redis_db", int64(s.RedisDB), 0, 1<<20)
+	if (s.RedisTLSCertFile == "") != (s.RedisTLSKeyFile == "") {
+		v.errorf("state.redis_tls_cert_file", "and redis_tls_key_file must be given together (a client certificate and its key)")
+	}
+	if strings.ContainsAny(s.RedisKeyPrefix, "{}") {
+		v.errorf("state.redis_key_prefix", "must not contain '{' or '}' (they delimit Redis Cluster hash tags)")
+	}
+	if s.RedisTimeoutMS != 0 {
+		v.rangeCheck("state.redis_timeout_ms", s.RedisTimeoutMS, 10, 60000)
 	}
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/plugins"
 	"github.com/breakwater-dev/breakwater/internal/policies"
 	"github.com/breakwater-dev/breakwater/internal/redact"
+	"github.com/breakwater-dev/breakwater/internal/runtime/cluster"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
@@ -48,6 +49,7 @@ type Gateway struct {
 	Plugins  *plugins.Host
 	proxy    *proxy.Proxy
 	ln       net.Listener
+	cluster  *cluster.Sync
 
 	stopWatch context.CancelFunc
 	watchDone chan struct{}
@@ -146,6 +148,10 @@ func (g *Gateway) start(ctx context.Context, cfg *config.Config, o Options) erro
 			return fmt.Errorf("listening on server.listen %s: %w", cfg.Server.Listen, err)
 		}
 	}
+	if g.cluster, err = cluster.Start(cluster.Options{Store: g.Store, Engine: g.Engine, Server: g.Server, Policies: g.Policies,
+		Plugins: g.Plugins, Metrics: m, Logger: o.Logger.Named("cluster")}); err != nil {
+		return fmt.Errorf("starting the cluster sync: %w", err)
+	}
 	wctx, stopWatch := context.WithCancel(context.Background())
 	g.stopWatch, g.watchDone = stopWatch, make(chan struct{})
 	srv, pipe, ln := g.Server, g.Policies, g.ln
@@ -178,6 +184,7 @@ func (g *Gateway) Close(ctx context.Context) error {
 			g.stopWatch()
 			<-g.watchDone
 		}
+		g.cluster.Close()
 		if g.proxy != nil {
 			g.proxy.Close()
 		}

@@ -94,6 +94,7 @@ func (s *Server) handleHealth(c *fiber.Ctx) error {
 		"lockouts":                h.Lockouts,
 		"lockouts_by_reason":      h.LockoutsByReason,
 		"admission":               s.proxy.Admission().Snapshot(),
+		"store":                   s.storeStatus(),
 	})
 }
 

@@ -1,10 +1,20 @@
 // Package redisstore is the engine.Store for several gateway instances that
-// share state: a single Redis server (not Cluster) reached with go-redis.
+// share state: a single Redis server, a Sentinel-managed master or a Redis
+// Cluster, reached with go-redis's universal client (TLS and ACL
+// credentials optional). It implements engine.SharedStore: every write
+// also bumps its group's version counter and publishes a change notice, in
+// the same script, so the other instances learn of it (Watch).
 //
 // Values use the envelope format (runtime/store/internal/envelope), so expiry
 // is judged against the injected engine.Clock: the client sends its "now" to
 // the Lua scripts that need it. Keys written with a TTL also carry a Redis PX
 // expiry of ttl+GCGrace, only so that keys nobody reads again are collected.
+// The key layout is described in keys.go.
+//
+// Every call is bounded by Options.Timeout. While Redis is unreachable,
+// calls fail at once with an error wrapping engine.ErrStoreUnavailable
+// (one call per second probes whether it is back); the outage and its end
+// are logged once each (Status reports them).
 //
 // Durability is the server's: a write is acknowledged once Redis applied it;
 // whether it survives a Redis crash depends on the server's AOF settings.
@@ -12,12 +22,16 @@ package redisstore
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/go-hclog"
@@ -27,9 +41,6 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/internal/envelope"
 )
 
-// DefaultKeyPrefix namespaces every key Breakwater writes to Redis.
-const DefaultKeyPrefix = "breakwater:"
-
 // GCGrace is how long past its envelope expiry a key may linger before
 // Redis's own PX expiry collects it.
 const GCGrace = time.Minute
@@ -37,19 +48,15 @@ const GCGrace = time.Minute
 // pingTimeout bounds the connectivity check of Open.
 const pingTimeout = 5 * time.Second
 
-// scanCount and mgetBatch size the round trips of Scan.
+// scanCount and getBatch size the round trips of Scan.
 const (
 	scanCount = 512
-	mgetBatch = 256
+	getBatch  = 256
 )
 
-// casScript atomically compares the live payload of KEYS[1] and sets or
-// deletes it.
-// ARGV: 1 now stamp, 2 "0" key must be absent / "1" payload must equal
-// ARGV[3], 4 "0" delete / "1" set to envelope ARGV[5] with PX ARGV[6]
-// ("0": no PX). Returns 1 when swapped, 0 otherwise.
-var casScript = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
+// liveLua decodes the live payload of the value cur (a GET result) at the
+// time stamp ARGV[1] into the locals live and payload.
+var liveLua = `
 local live = false
 local payload = nil
 if cur then
@@ -62,19 +69,39 @@ if cur then
     payload = string.sub(cur, ` + fmt.Sprint(envelope.HeaderLen+1) + `)
   end
 end
-if ARGV[2] == '0' then
-  if live then return 0 end
-elseif (not live) or payload ~= ARGV[3] then
-  return 0
+`
+
+// writeScript writes KEYS[1], bumps its group's version counter KEYS[2]
+// and publishes the change notice, atomically.
+// ARGV: 1 now stamp; 2 "put", "del" or "cas"; for "cas", 3 "0" the key
+// must be absent / "1" its payload must equal 4; 5 "0" delete / "1" set
+// to envelope 6 with PX 7 ("0": no PX); 8 channel; 9 and 10 the notice
+// around the version number.
+// Returns {1, version} when written ({1, 0} for a delete of an absent
+// key, which changes nothing and announces nothing); for a failed "cas",
+// {0} when the key is absent or {0, payload}.
+var writeScript = redis.NewScript(`
+if ARGV[2] == 'cas' then
+  local cur = redis.call('GET', KEYS[1])
+` + liveLua + `
+  if ARGV[3] == '0' then
+    if live then return {0, payload} end
+  elseif not live then
+    return {0}
+  elseif payload ~= ARGV[4] then
+    return {0, payload}
+  end
 end
-if ARGV[4] == '0' then
-  redis.call('DEL', KEYS[1])
-elseif ARGV[6] == '0' then
-  redis.call('SET', KEYS[1], ARGV[5])
+if ARGV[5] == '0' then
+  if redis.call('DEL', KEYS[1]) == 0 then return {1, 0} end
+elseif ARGV[7] == '0' then
+  redis.call('SET', KEYS[1], ARGV[6])
 else
-  redis.call('SET', KEYS[1], ARGV[5], 'PX', ARGV[6])
+  redis.call('SET', KEYS[1], ARGV[6], 'PX', ARGV[7])
 end
-return 1
+local v = redis.call('INCR', KEYS[2])
+redis.call('PUBLISH', ARGV[8], ARGV[9] .. v .. ARGV[10])
+return {1, v}
 `)
 
 // dropScript deletes KEYS[1] only if it still holds exactly ARGV[1], so a
@@ -89,74 +116,118 @@ return 0
 // errClosed is returned by every operation after Close.
 var errClosed = errors.New("redisstore: store is closed")
 
-var _ engine.Store = (*Store)(nil)
+var _ engine.SharedStore = (*Store)(nil)
 
-// Option configures Open.
-type Option func(*Store)
-
-// WithKeyPrefix replaces DefaultKeyPrefix; "" stores keys as given.
-func WithKeyPrefix(prefix string) Option {
-	return func(s *Store) { s.prefix = prefix }
-}
-
-// Store is an engine.Store on a Redis server. It is goroutine-safe; Close
+// Store is an engine.SharedStore on Redis. It is goroutine-safe; Close
 // waits for in-flight operations.
 type Store struct {
-	client *redis.Client
-	clock  engine.Clock
-	logger hclog.Logger
-	prefix string
+	client  redis.UniversalClient
+	clock   engine.Clock
+	logger  hclog.Logger
+	keys    layout
+	origin  string // this Store's id in change notices
+	timeout time.Duration
+	check   time.Duration
+	health  *health
+	vers    *versions
+
+	groupsMu sync.Mutex
+	groups   map[string]bool // groups this Store registered
+
+	calls atomic.Uint64 // round trips sent to Redis
 
 	mu     sync.RWMutex // read-held by operations, write-held by Close
 	closed bool
 }
 
-// Open connects to the Redis server at rawURL (redis://, rediss:// or
-// unix://) and pings it, failing within a few seconds if it does not answer.
-// Errors never contain the URL's password. A nil logger discards logs.
-func Open(rawURL string, clock engine.Clock, logger hclog.Logger, opts ...Option) (*Store, error) {
+// Open connects to Redis as o describes and pings it, failing within a few
+// seconds if it does not answer. Errors and logs never contain a password.
+// A nil logger discards logs.
+func Open(o Options, clock engine.Clock, logger hclog.Logger) (*Store, error) {
 	if logger == nil {
 		logger = hclog.NewNullLogger()
 	}
-	safe := redactURL(rawURL)
-	ropts, err := redis.ParseURL(rawURL)
+	o, err := o.withDefaults()
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: invalid redis URL %s: %s", safe, scrub(err.Error(), rawURL, safe))
+		return nil, err
 	}
-	if err := probe(*ropts); err != nil {
-		return nil, fmt.Errorf("redisstore: ping %s: %w", safe, scrubErr(err, rawURL, safe))
+	client, err := o.client()
+	if err != nil {
+		return nil, err
 	}
-	s := &Store{client: redis.NewClient(ropts), clock: clock, logger: logger, prefix: DefaultKeyPrefix}
-	for _, o := range opts {
-		o(s)
+	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
+	defer cancel()
+	if err := probe(ctx, client); err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("redisstore: ping %s: %w", o.describe(), scrubErr(err, o.URL, o.describe()))
 	}
-	logger.Debug("connected", "url", safe, "key_prefix", s.prefix)
+	var id [8]byte
+	_, _ = rand.Read(id[:])
+	s := &Store{
+		client:  client,
+		clock:   clock,
+		logger:  logger,
+		keys:    layout{prefix: o.KeyPrefix},
+		origin:  hex.EncodeToString(id[:]),
+		timeout: o.Timeout,
+		check:   o.CheckInterval,
+		health:  newHealth(logger, o.describe()),
+		vers:    newVersions(),
+		groups:  make(map[string]bool),
+	}
+	logger.Debug("connected", "redis", o.describe(), "mode", o.Mode, "key_prefix", o.KeyPrefix)
 	return s, nil
 }
 
-// probe pings the server once over a throwaway connection without the
-// client's dial and command retries, so an unreachable server fails Open at
-// once instead of after the retry backoff the long-lived client keeps.
-func probe(opts redis.Options) error {
-	opts.MaxRetries = -1
-	opts.DialerRetries = 1
-	opts.PoolSize = 1
-	c := redis.NewClient(&opts)
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), pingTimeout)
-	defer cancel()
+// probe pings every node Open needs: the server, the Sentinel's master, or
+// every Cluster master.
+func probe(ctx context.Context, c redis.UniversalClient) error {
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
+	}
 	return c.Ping(ctx).Err()
+}
+
+// RoundTrips returns how many calls (a command, a script or a pipeline)
+// this Store has sent to Redis, for metrics and tests.
+func (s *Store) RoundTrips() uint64 { return s.calls.Load() }
+
+// Status reports whether Redis answers, since when, and why not.
+func (s *Store) Status() Status { return s.health.status() }
+
+// do runs one bounded call to Redis, failing fast while Redis is down, and
+// classifies its error (see classify).
+func (s *Store) do(ctx context.Context, fn func(ctx context.Context) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	probe, err := s.health.admit()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	s.calls.Add(1)
+	err = classify(fn(ctx))
+	if errors.Is(err, redis.Nil) {
+		s.health.done(probe, nil)
+		return err
+	}
+	s.health.done(probe, err)
+	return err
 }
 
 // Get returns the live value of key and whether it exists. An expired key
 // reads as absent and is deleted.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, false, errClosed
-	}
-	raw, err := s.client.Get(ctx, s.prefix+key).Bytes()
+	full := s.keys.data(s.keys.group(key), key)
+	var raw []byte
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		raw, err = s.client.Get(ctx, full).Bytes()
+		return err
+	})
 	if errors.Is(err, redis.Nil) {
 		return nil, false, nil
 	}
@@ -168,7 +239,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("redisstore: get %q: %w", key, err)
 	}
 	if !envelope.Alive(stamp, s.clock.Now()) {
-		s.drop(ctx, s.prefix+key, raw)
+		s.drop(ctx, full, raw)
 		return nil, false, nil
 	}
 	return payload, true, nil
@@ -176,25 +247,30 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, bool, error) {
 
 // drop lazily deletes an expired value; failures are only traced.
 func (s *Store) drop(ctx context.Context, fullKey string, raw []byte) {
-	if err := dropScript.Run(ctx, s.client, []string{fullKey}, raw).Err(); err != nil && s.logger.IsTrace() {
+	err := s.do(ctx, func(ctx context.Context) error {
+		return dropScript.Run(ctx, s.client, []string{fullKey}, raw).Err()
+	})
+	if err != nil && s.logger.IsTrace() {
 		s.logger.Trace("lazy delete of expired key skipped", "error", err)
 	}
 }
 
 // Put sets key to value, expiring after ttl when ttl > 0.
 func (s *Store) Put(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return errClosed
+	if value == nil {
+		value = []byte{}
 	}
-	env := envelope.Encode(value, envelope.Expiry(s.clock.Now(), ttl))
-	var px time.Duration
-	if ttl > 0 {
-		px = ttl + GCGrace
-	}
-	if err := s.client.Set(ctx, s.prefix+key, env, px).Err(); err != nil {
+	_, _, _, err := s.write(ctx, "put", key, nil, value, ttl)
+	if err != nil {
 		return fmt.Errorf("redisstore: put %q: %w", key, err)
+	}
+	return nil
+}
+
+// Delete removes key; deleting an absent key is not an error.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	if _, _, _, err := s.write(ctx, "del", key, nil, nil, 0); err != nil {
+		return fmt.Errorf("redisstore: delete %q: %w", key, err)
 	}
 	return nil
 }
@@ -203,101 +279,170 @@ func (s *Store) Put(ctx context.Context, key string, value []byte, ttl time.Dura
 // old requires the key to be absent (or expired) and a nil value deletes it.
 // It runs as one Lua script, so it is atomic across all clients.
 func (s *Store) CompareAndSet(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return false, errClosed
+	ok, _, _, err := s.write(ctx, "cas", key, old, value, ttl)
+	if err != nil {
+		return false, fmt.Errorf("redisstore: compare-and-set %q: %w", key, err)
+	}
+	return ok, nil
+}
+
+// Swap is CompareAndSet that returns the live value when it does not swap
+// (engine.SharedStore). One round trip.
+func (s *Store) Swap(ctx context.Context, key string, old, value []byte, ttl time.Duration) (bool, []byte, bool, error) {
+	ok, cur, exists, err := s.write(ctx, "cas", key, old, value, ttl)
+	if err != nil {
+		return false, nil, false, fmt.Errorf("redisstore: swap %q: %w", key, err)
+	}
+	return ok, cur, exists, nil
+}
+
+// write runs writeScript. For mode "cas", old nil means "must be absent";
+// a nil value deletes. It returns whether the write happened and, for a
+// failed "cas", the live value.
+func (s *Store) write(ctx context.Context, mode, key string, old, value []byte, ttl time.Duration) (bool, []byte, bool, error) {
+	g := s.keys.group(key)
+	if err := s.register(ctx, g); err != nil {
+		return false, nil, false, err
 	}
 	now := s.clock.Now()
-	mode, oldArg := "1", old
+	casMode, oldArg := "1", old
 	if old == nil {
-		mode, oldArg = "0", []byte{}
+		casMode, oldArg = "0", []byte{}
 	}
 	set, env, px := "0", []byte{}, "0"
 	if value != nil {
 		set, env = "1", envelope.Encode(value, envelope.Expiry(now, ttl))
 		if ttl > 0 {
-			px = fmt.Sprint((ttl + GCGrace).Milliseconds())
+			px = strconv.FormatInt((ttl + GCGrace).Milliseconds(), 10)
 		}
 	}
-	n, err := casScript.Run(ctx, s.client, []string{s.prefix + key},
-		envelope.NowStamp(now), mode, oldArg, set, env, px).Int()
+	head := s.origin + " " + g + " "
+	tail := " " + strconv.FormatInt(time.Now().UnixNano(), 10) + " " + key
+	var res []any
+	err := s.do(ctx, func(ctx context.Context) (err error) {
+		res, err = writeScript.Run(ctx, s.client, []string{s.keys.data(g, key), s.keys.version(g)},
+			envelope.NowStamp(now), mode, casMode, oldArg, set, env, px, s.keys.channel(), head, tail).Slice()
+		return err
+	})
 	if err != nil {
-		return false, fmt.Errorf("redisstore: compare-and-set %q: %w", key, err)
+		return false, nil, false, err
 	}
-	return n == 1, nil
+	if len(res) == 0 {
+		return false, nil, false, errors.New("empty script reply")
+	}
+	if n, _ := res[0].(int64); n == 1 {
+		if len(res) > 1 {
+			if v, _ := res[1].(int64); v > 0 {
+				s.vers.see(g, uint64(v))
+			}
+		}
+		return true, nil, false, nil
+	}
+	if len(res) < 2 {
+		return false, nil, false, nil
+	}
+	cur, _ := res[1].(string)
+	return false, []byte(cur), true, nil
 }
 
-// Delete removes key; deleting an absent key is not an error.
-func (s *Store) Delete(ctx context.Context, key string) error {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return errClosed
+// register adds group g to the registry the version check reads, once per
+// Store.
+func (s *Store) register(ctx context.Context, g string) error {
+	s.groupsMu.Lock()
+	done := s.groups[g]
+	s.groupsMu.Unlock()
+	if done {
+		return nil
 	}
-	if err := s.client.Del(ctx, s.prefix+key).Err(); err != nil {
-		return fmt.Errorf("redisstore: delete %q: %w", key, err)
+	err := s.do(ctx, func(ctx context.Context) error { return s.client.SAdd(ctx, s.keys.registry(), g).Err() })
+	if err != nil {
+		return err
 	}
+	s.groupsMu.Lock()
+	s.groups[g] = true
+	s.groupsMu.Unlock()
 	return nil
 }
 
 // Scan returns every live key with prefix, sorted by key, and deletes the
-// expired ones it meets. It uses SCAN MATCH (glob characters of the prefix
-// escaped) then MGET, so it is not a point-in-time snapshot: keys written
+// expired ones it meets. It uses SCAN MATCH (on every master of a Cluster)
+// then pipelined GETs, so it is not a point-in-time snapshot: keys written
 // during the scan may or may not appear.
 func (s *Store) Scan(ctx context.Context, prefix string) ([]engine.KV, error) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.closed {
-		return nil, errClosed
-	}
-	full := s.prefix + prefix
-	pattern := escapeGlob(full) + "*"
-	seen := make(map[string]struct{})
-	var cursor uint64
-	for {
-		keys, next, err := s.client.Scan(ctx, cursor, pattern, scanCount).Result()
-		if err != nil {
-			return nil, fmt.Errorf("redisstore: scan %q: %w", prefix, err)
-		}
-		for _, k := range keys {
-			if strings.HasPrefix(k, full) { // belt and braces over MATCH
-				seen[k] = struct{}{}
+	pattern := s.keys.scanPattern(prefix)
+	var mu sync.Mutex
+	seen := make(map[string]string) // Redis key → store key
+	scan := func(ctx context.Context, c redis.UniversalClient) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, pattern, scanCount).Result()
+			if err != nil {
+				return err
+			}
+			mu.Lock()
+			for _, k := range keys {
+				if key, ok := s.keys.parse(k); ok && strings.HasPrefix(key, prefix) {
+					seen[k] = key
+				}
+			}
+			mu.Unlock()
+			if cursor = next; cursor == 0 {
+				return nil
 			}
 		}
-		if cursor = next; cursor == 0 {
-			break
+	}
+	err := s.do(ctx, func(ctx context.Context) error {
+		if cc, ok := s.client.(*redis.ClusterClient); ok {
+			return cc.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return scan(ctx, n) })
 		}
+		return scan(ctx, s.client)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: scan %q: %w", prefix, err)
 	}
-	keys := make([]string, 0, len(seen))
+	raws := make([]string, 0, len(seen))
 	for k := range seen {
-		keys = append(keys, k)
+		raws = append(raws, k)
 	}
-	sort.Strings(keys)
+	sort.Slice(raws, func(i, j int) bool { return seen[raws[i]] < seen[raws[j]] })
 
 	now := s.clock.Now()
-	out := make([]engine.KV, 0, len(keys))
-	for start := 0; start < len(keys); start += mgetBatch {
-		batch := keys[start:min(start+mgetBatch, len(keys))]
-		vals, err := s.client.MGet(ctx, batch...).Result()
+	out := make([]engine.KV, 0, len(raws))
+	for start := 0; start < len(raws); start += getBatch {
+		batch := raws[start:min(start+getBatch, len(raws))]
+		var cmds []*redis.StringCmd
+		err := s.do(ctx, func(ctx context.Context) error {
+			pipe := s.client.Pipeline()
+			cmds = make([]*redis.StringCmd, len(batch))
+			for i, k := range batch {
+				cmds[i] = pipe.Get(ctx, k)
+			}
+			_, err := pipe.Exec(ctx)
+			if errors.Is(err, redis.Nil) {
+				return nil
+			}
+			return err
+		})
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: scan %q: %w", prefix, err)
 		}
-		for i, v := range vals {
-			str, ok := v.(string)
-			if !ok { // deleted since SCAN saw it
+		for i, cmd := range cmds {
+			raw, err := cmd.Bytes()
+			if errors.Is(err, redis.Nil) { // deleted since SCAN saw it
 				continue
 			}
-			raw := []byte(str)
-			stamp, payload, err := envelope.Decode(raw)
 			if err != nil {
 				return nil, fmt.Errorf("redisstore: scan %q: key %q: %w", prefix, batch[i], err)
+			}
+			stamp, payload, err := envelope.Decode(raw)
+			if err != nil {
+				return nil, fmt.Errorf("redisstore: scan %q: key %q: %w", prefix, seen[batch[i]], err)
 			}
 			if !envelope.Alive(stamp, now) {
 				s.drop(ctx, batch[i], raw)
 				continue
 			}
-			out = append(out, engine.KV{Key: strings.TrimPrefix(batch[i], s.prefix), Value: payload})
+			out = append(out, engine.KV{Key: seen[batch[i]], Value: payload})
 		}
 	}
 	if len(out) == 0 {
@@ -320,22 +465,6 @@ func (s *Store) Close() error {
 	return nil
 }
 
-// escapeGlob escapes the characters Redis MATCH patterns treat specially.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; c {
-		case '*', '?', '[', ']', '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	return b.String()
-}
-
 // redactURL returns rawURL with any password replaced, even when rawURL does
 // not parse.
 func redactURL(rawURL string) string {
@@ -354,6 +483,9 @@ func redactURL(rawURL string) string {
 
 // scrub replaces rawURL and its password inside msg with their redacted form.
 func scrub(msg, rawURL, safe string) string {
+	if rawURL == "" {
+		return msg
+	}
 	if rawURL != safe {
 		msg = strings.ReplaceAll(msg, rawURL, safe)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/internal/envelope"
+	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore/redisproc"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
 )
 
@@ -24,11 +25,18 @@ func uniquePrefix() string {
 	return fmt.Sprintf("bwtest:%d:%d:", time.Now().UnixNano(), prefixSeq.Add(1))
 }
 
-func open(t testing.TB, clock engine.Clock, opts ...Option) *Store {
+// open opens a Store on the test server under prefix ("" = the default).
+func open(t testing.TB, clock engine.Clock, prefix string) *Store {
 	t.Helper()
-	s, err := Open(requireServer(t), clock, nil, opts...)
+	return openWith(t, clock, Options{URL: requireServer(t), KeyPrefix: prefix})
+}
+
+// openWith opens a Store with o, closed when the test ends.
+func openWith(t testing.TB, clock engine.Clock, o Options) *Store {
+	t.Helper()
+	s, err := Open(o, clock, nil)
 	if err != nil {
-		t.Fatalf("Open: %v", err)
+		t.Fatalf("Open(%s): %v", o.describe(), err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
@@ -48,14 +56,14 @@ func rawClient(t *testing.T) *redis.Client {
 func TestConformance(t *testing.T) {
 	requireServer(t)
 	storetest.Run(t, func(t *testing.T, clock *engine.FakeClock) engine.Store {
-		return open(t, clock, WithKeyPrefix(uniquePrefix()))
+		return open(t, clock, uniquePrefix())
 	})
 }
 
 func TestPersistence(t *testing.T) {
 	requireServer(t)
 	storetest.RunPersistence(t, func(t *testing.T, clock *engine.FakeClock, name string) engine.Store {
-		return open(t, clock, WithKeyPrefix("bwtest:"+name+":"))
+		return open(t, clock, "bwtest:"+name+":")
 	})
 }
 
@@ -65,7 +73,7 @@ func TestSharedAcrossInstances(t *testing.T) {
 	const perInstance = 50
 	prefix := uniquePrefix()
 	clock := engine.NewFakeClock(storetest.Epoch)
-	stores := []*Store{open(t, clock, WithKeyPrefix(prefix)), open(t, clock, WithKeyPrefix(prefix))}
+	stores := []*Store{open(t, clock, prefix), open(t, clock, prefix)}
 	ctx := context.Background()
 	if err := stores[0].Put(ctx, "counter", []byte{0}, 0); err != nil {
 		t.Fatal(err)
@@ -107,34 +115,35 @@ func TestSharedAcrossInstances(t *testing.T) {
 
 func TestDefaultKeyPrefixAndGCExpiry(t *testing.T) {
 	clock := engine.NewFakeClock(storetest.Epoch)
-	s := open(t, clock)
+	s := open(t, clock, "")
 	raw := rawClient(t)
 	ctx := context.Background()
 	key := "test/" + uniquePrefix()
-	t.Cleanup(func() { raw.Del(context.Background(), DefaultKeyPrefix+key) })
+	full := DefaultKeyPrefix + "{test}:" + key
+	t.Cleanup(func() { raw.Del(context.Background(), full) })
 
 	if err := s.Put(ctx, key, []byte("v"), 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := raw.Get(ctx, DefaultKeyPrefix+key).Bytes()
+	stored, err := raw.Get(ctx, full).Bytes()
 	if err != nil {
-		t.Fatalf("raw GET %s: %v", DefaultKeyPrefix+key, err)
+		t.Fatalf("raw GET %s: %v", full, err)
 	}
 	stamp, payload, err := envelope.Decode(stored)
 	if err != nil || string(payload) != "v" || stamp != envelope.Stamp(storetest.Epoch.Add(10*time.Second)) {
 		t.Fatalf("stored envelope = %q (%v)", stored, err)
 	}
-	assertPTTL(t, raw, DefaultKeyPrefix+key, 10*time.Second+GCGrace)
+	assertPTTL(t, raw, full, 10*time.Second+GCGrace)
 
 	if _, err := s.CompareAndSet(ctx, key, []byte("v"), []byte("w"), 20*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	assertPTTL(t, raw, DefaultKeyPrefix+key, 20*time.Second+GCGrace)
+	assertPTTL(t, raw, full, 20*time.Second+GCGrace)
 
 	if err := s.Put(ctx, key, []byte("v"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if d := raw.PTTL(ctx, DefaultKeyPrefix+key).Val(); d != -1 {
+	if d := raw.PTTL(ctx, full).Val(); d != -1 {
 		t.Fatalf("PTTL after Put with ttl 0 = %v, want no expiry (-1)", d)
 	}
 }
@@ -153,7 +162,7 @@ func assertPTTL(t *testing.T, raw *redis.Client, key string, want time.Duration)
 func TestOpenErrorsHidePassword(t *testing.T) {
 	url := requireServer(t)
 	const secret = "s3cr3t-Pa55"
-	closedPort, err := freePort()
+	closedPort, err := redisproc.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +179,7 @@ func TestOpenErrorsHidePassword(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			start := time.Now()
-			s, err := Open(tt.url, engine.SystemClock{}, nil)
+			s, err := Open(Options{URL: tt.url}, engine.SystemClock{}, nil)
 			if err == nil {
 				_ = s.Close()
 				t.Fatal("Open succeeded, want an error")
@@ -211,7 +220,7 @@ func TestEscapeGlob(t *testing.T) {
 }
 
 func TestClosedStoreErrors(t *testing.T) {
-	s := open(t, engine.SystemClock{}, WithKeyPrefix(uniquePrefix()))
+	s := open(t, engine.SystemClock{}, uniquePrefix())
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}

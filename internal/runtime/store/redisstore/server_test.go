@@ -1,22 +1,20 @@
 package redisstore
 
 import (
-	"context"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"strconv"
+	"path/filepath"
+	"sync"
 	"testing"
-	"time"
 
-	"github.com/redis/go-redis/v9"
+	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore/redisproc"
 )
 
 // testServer is the redis-server process TestMain started, or why there is
 // none.
 var testServer struct {
-	url        string
+	srv        *redisproc.Server
+	dir        string
 	skipReason string
 }
 
@@ -25,13 +23,12 @@ func TestMain(m *testing.M) {
 }
 
 func runWithServer(m *testing.M) int {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
+	if err := redisproc.Available(); err != nil {
 		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "redisstore tests: redis-server is not on PATH and CI=true; install redis-server")
+			fmt.Fprintln(os.Stderr, "redisstore tests:", err, "(CI=true)")
 			return 1
 		}
-		testServer.skipReason = "redis-server is not on PATH; install it (apt-get install redis-server) to run the Redis store tests"
+		testServer.skipReason = err.Error()
 		return m.Run()
 	}
 	dir, err := os.MkdirTemp("", "breakwater-redis-")
@@ -40,26 +37,15 @@ func runWithServer(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	port, err := freePort()
+	testServer.dir = dir
+	srv, err := redisproc.Start(filepath.Join(dir, "single"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-		"--save", "", "--appendonly", "no", "--dir", dir)
-	if err := cmd.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, "start redis-server:", err)
-		return 1
-	}
-	defer func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	}()
-	testServer.url = fmt.Sprintf("redis://127.0.0.1:%d/0", port)
-	if err := waitForPing(testServer.url, 10*time.Second); err != nil {
-		fmt.Fprintln(os.Stderr, "redis-server did not answer PING:", err)
-		return 1
-	}
+	defer srv.Kill()
+	testServer.srv = srv
+	defer stopCluster()
 	return m.Run()
 }
 
@@ -69,37 +55,30 @@ func requireServer(t testing.TB) string {
 	if testServer.skipReason != "" {
 		t.Skip(testServer.skipReason)
 	}
-	return testServer.url
+	return testServer.srv.URL()
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+var cluster struct {
+	once sync.Once
+	c    *redisproc.Cluster
+	err  error
 }
 
-func waitForPing(url string, within time.Duration) error {
-	opts, err := redis.ParseURL(url)
-	if err != nil {
-		return err
+// requireCluster returns a 3-node Redis Cluster shared by the tests.
+func requireCluster(t testing.TB) *redisproc.Cluster {
+	t.Helper()
+	requireServer(t)
+	cluster.once.Do(func() {
+		cluster.c, cluster.err = redisproc.StartCluster(filepath.Join(testServer.dir, "cluster"), 3)
+	})
+	if cluster.err != nil {
+		t.Fatal(cluster.err)
 	}
-	opts.MaxRetries = -1
-	c := redis.NewClient(opts)
-	defer c.Close()
-	deadline := time.Now().Add(within)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err := c.Ping(ctx).Err()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return err
-		}
-		time.Sleep(20 * time.Millisecond)
+	return cluster.c
+}
+
+func stopCluster() {
+	if cluster.c != nil {
+		cluster.c.Close()
 	}
 }
