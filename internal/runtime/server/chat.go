@@ -53,6 +53,7 @@ func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
 			req.Forward = append(req.Forward, wire.Header{Name: name, Value: strings.Clone(v)})
 		}
 	}
+	req.Query = forwardQuery(c)
 	return s.render(c, s.proxy.Serve(s.baseCtx, req))
 }
 

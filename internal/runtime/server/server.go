@@ -167,7 +167,11 @@ func (s *Server) routes() {
 	v1.Post("/chat/completions", s.handleChat)
 	v1.Post("/messages", s.handleMessages)
 	v1.Post("/responses", s.handleResponses)
+	v1.Post("/messages/count_tokens", s.handleCountTokens)
+	v1.Post("/embeddings", s.handleEmbeddings)
+	v1.Post("/completions", s.handleCompletions)
 	v1.Get("/models", s.handleModels)
+	v1.Get("/models/*", s.handleModel)
 	s.app.Post("/api/v1/session-leases", s.clientAuth, s.handleLease)
 
 	s.adminRoutes()
@@ -239,6 +243,8 @@ func formatOf(c *fiber.Ctx) wire.Format {
 	switch c.Path() {
 	case "/v1/messages":
 		return wire.FormatMessages
+	case "/v1/messages/count_tokens":
+		return wire.FormatCountTokens
 	case "/v1/responses":
 		return wire.FormatResponses
 	}
