@@ -134,6 +134,7 @@ func New(o Options) (*Server, error) {
 		DisableDefaultContentType: false,
 	})
 	s.routes()
+	s.lingerOversized()
 	return s, nil
 }
 
@@ -183,7 +184,7 @@ func (s *Server) App() *fiber.App { return s.app }
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.log.Info("listening", "addr", ln.Addr().String())
-	if err := s.app.Listener(ln); err != nil {
+	if err := s.app.Listener(s.listener(ln)); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
