@@ -146,7 +146,7 @@ func (cat *modelCatalog) anthropicPage(limitText, afterID, beforeID string) (*an
 	if afterID != "" && beforeID != "" {
 		return nil, wire.InvalidRequest("before_id", "give after_id or before_id, not both")
 	}
-	from, to := 0, len(cat.ids)
+	var from, to int
 	var more func(lo, hi int) bool
 	switch {
 	case beforeID != "":
