@@ -45,54 +45,47 @@ var translations = [wire.NumFormats][wire.NumFormats]*translation{
 	// The Responses API, statelessly: ParseResponses once per request
 	// (Body), then the Chat Completions or Messages form and back.
 	wire.FormatResponses: {
-		wire.FormatChat: {
-			request: func(b *Body, model string) ([]byte, error) {
-				c, err := b.responses()
-				if err != nil {
-					return nil, err
-				}
-				return c.ChatRequest(model)
-			},
-			response: func(b *Body, body []byte, model string) ([]byte, error) {
-				c, err := b.responses()
-				if err != nil {
-					return nil, err
-				}
-				return c.ChatResponse(body, model)
-			},
-			error: translate.ErrorToOpenAI,
-			stream: func(b *Body, model string) translate.Translator {
-				c, _ := b.responses() // parsed by request, before any stream
-				return c.NewChatStream(model)
-			},
-		},
-		wire.FormatMessages: {
-			request: func(b *Body, model string) ([]byte, error) {
-				c, err := b.responses()
-				if err != nil {
-					return nil, err
-				}
-				return c.AnthropicRequest(model)
-			},
-			response: func(b *Body, body []byte, model string) ([]byte, error) {
-				c, err := b.responses()
-				if err != nil {
-					return nil, err
-				}
-				return c.AnthropicResponse(body, model)
-			},
-			error: translate.ErrorToOpenAI,
-			stream: func(b *Body, model string) translate.Translator {
-				c, _ := b.responses()
-				return c.NewAnthropicStream(model)
-			},
-		},
+		wire.FormatChat: viaResponses((*translate.ResponsesCall).ChatRequest,
+			(*translate.ResponsesCall).ChatResponse, (*translate.ResponsesCall).NewChatStream),
+		wire.FormatMessages: viaResponses((*translate.ResponsesCall).AnthropicRequest,
+			(*translate.ResponsesCall).AnthropicResponse, (*translate.ResponsesCall).NewAnthropicStream),
 	},
 	// count_tokens on a kind that cannot count: the documented estimate
 	// (translate.CountTokens), answered by the gateway.
 	wire.FormatCountTokens: {
 		wire.FormatChat: {local: func(b *Body) ([]byte, error) { return translate.CountTokens(b.Bytes) }},
 	},
+}
+
+// viaResponses is the translation of the Responses API to one upstream
+// format through the request's translate.ResponsesCall, parsed once
+// (Body): its request, answer and stream translators for that format.
+func viaResponses(
+	request func(*translate.ResponsesCall, string) ([]byte, error),
+	response func(*translate.ResponsesCall, []byte, string) ([]byte, error),
+	stream func(*translate.ResponsesCall, string) translate.Translator,
+) *translation {
+	return &translation{
+		request: func(b *Body, model string) ([]byte, error) {
+			c, err := b.responses()
+			if err != nil {
+				return nil, err
+			}
+			return request(c, model)
+		},
+		response: func(b *Body, body []byte, model string) ([]byte, error) {
+			c, err := b.responses()
+			if err != nil {
+				return nil, err
+			}
+			return response(c, body, model)
+		},
+		error: translate.ErrorToOpenAI,
+		stream: func(b *Body, model string) translate.Translator {
+			c, _ := b.responses() // parsed by request, before any stream
+			return stream(c, model)
+		},
+	}
 }
 
 // bytesIn adapts a stateless request translator.
