@@ -126,6 +126,10 @@ func TestStatefulResponsesNeedANativeProvider(t *testing.T) {
 	if res.Status != 400 || !has(body, `"param":"previous_response_id"`) {
 		t.Fatalf("anthropic kind: %d %s", res.Status, body)
 	}
+	res, body = l.serve(l.request(wire.FormatResponses, `{"model":"an/c1","input":"hi","store":true}`))
+	if res.Status != 400 || !has(body, `"param":"store"`) {
+		t.Fatalf("store: true to the anthropic kind: %d %s", res.Status, body)
+	}
 	res, body = l.serve(l.request(wire.FormatResponses, `{"model":"chatonly/m3"`+stateful))
 	if res.Status != 400 || !has(body, `"param":"previous_response_id"`) {
 		t.Fatalf("responses_api: translate: %d %s", res.Status, body)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -67,6 +68,19 @@ func (c *lingerConn) Close() error {
 		_, _ = io.CopyN(io.Discard, c.Conn, c.limit)
 	}
 	return c.Conn.Close()
+}
+
+// NetConn returns the wrapped connection (as tls.Conn.NetConn does), for
+// code that needs the socket itself.
+func (c *lingerConn) NetConn() net.Conn { return c.Conn }
+
+// SyscallConn passes the wrapped connection's raw connection through, so
+// wrapping hides nothing a *net.TCPConn offers to a liveness check.
+func (c *lingerConn) SyscallConn() (syscall.RawConn, error) {
+	if sc, ok := c.Conn.(syscall.Conn); ok {
+		return sc.SyscallConn()
+	}
+	return nil, errors.ErrUnsupported
 }
 
 // lingerOnClose marks the connection of a request refused before its body
