@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import OpenAI from 'openai';
 import Anthropic from '@anthropic-ai/sdk';
-import { generateText, streamText, tool, jsonSchema, stepCountIs } from 'ai';
+import { generateText, streamText, tool, jsonSchema, stepCountIs, Output } from 'ai';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createAnthropic } from '@ai-sdk/anthropic';
 
@@ -23,6 +23,14 @@ const FINAL = `The tool returned: "${TOOL_RESULT}"`;
 const IMAGE_PROMPT = 'Describe this image.';
 const PNG = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
 const SCHEMA = { type: 'object', properties: { path: { type: 'string', description: 'Absolute path' } }, required: ['path'], additionalProperties: false };
+// The detail scenarios: the mock answers models named *-reasoning with
+// reasoning (REASONING), *-structured with CITY_JSON, *-usage with
+// CACHED cached prompt tokens, *-length cut by the output token limit.
+const REASONING = 'Thinking it through.';
+const CITY = { type: 'object', properties: { city: { type: 'string' } }, required: ['city'], additionalProperties: false };
+const CITY_JSON = '{"city":"Paris"}';
+const CACHED = 3;
+const scenarioModel = (model, scenario) => (['reasoning', 'structured', 'usage', 'length'].includes(scenario) ? `${model}-${scenario}` : model);
 
 // sdkFor returns the clients for a base URL (the gateway, or a cell's own
 // base such as the translator preview's shim).
@@ -78,6 +86,40 @@ const openaiChat = {
     const c = await chat(sdk, { model, messages: [{ role: 'user', content: [{ type: 'text', text: IMAGE_PROMPT }, { type: 'image_url', image_url: { url: 'data:image/png;base64,' + PNG } }] }] }, stream);
     expectText(c.message.content, 'echo: ' + IMAGE_PROMPT);
   },
+  // reasoning_content is not part of the SDK's types: read it raw (the
+  // stream helper keeps only its last delta, so a stream is read chunk by
+  // chunk, as applications of DeepSeek-style reasoning do).
+  async reasoning({ sdk, model, stream }) {
+    const params = { model, reasoning_effort: 'low', messages: [{ role: 'user', content: PROMPT }] };
+    let reasoning = '', content = '';
+    if (stream) {
+      for await (const chunk of await sdk.openai.chat.completions.create({ ...params, stream: true })) {
+        reasoning += chunk.choices[0]?.delta?.reasoning_content ?? '';
+        content += chunk.choices[0]?.delta?.content ?? '';
+      }
+    } else {
+      const c = (await sdk.openai.chat.completions.create(params)).choices[0];
+      reasoning = c.message.reasoning_content;
+      content = c.message.content;
+    }
+    expectText(reasoning, REASONING);
+    expectText(content, 'echo: ' + PROMPT);
+  },
+  async structured({ sdk, model, stream }) {
+    const c = await chat(sdk, { model, messages: [{ role: 'user', content: 'Name a city.' }], response_format: { type: 'json_schema', json_schema: { name: 'city', schema: CITY, strict: true } } }, stream);
+    expect(JSON.parse(c.message.content).city === 'Paris', `content ${short(c.message.content)}`);
+  },
+  async usage({ sdk, model, stream }) {
+    const params = { model, messages: [{ role: 'user', content: PROMPT }] };
+    const u = stream
+      ? (await sdk.openai.chat.completions.stream({ ...params, stream_options: { include_usage: true } }).finalChatCompletion()).usage
+      : (await sdk.openai.chat.completions.create(params)).usage;
+    expect(u?.prompt_tokens_details?.cached_tokens === CACHED && u.prompt_tokens >= CACHED && u.total_tokens === u.prompt_tokens + u.completion_tokens, `usage ${short(u)}`);
+  },
+  async length({ sdk, model, stream }) {
+    const c = await chat(sdk, { model, max_tokens: 5, messages: [{ role: 'user', content: PROMPT }] }, stream);
+    expect(c.finish_reason === 'length', `finish_reason ${c.finish_reason}, want length`);
+  },
 };
 
 // --- OpenAI Responses ----------------------------------------------------
@@ -109,6 +151,25 @@ const openaiResponses = {
   async image({ sdk, model, stream }) {
     const r = await respond(sdk, { model, input: [{ role: 'user', content: [{ type: 'input_text', text: IMAGE_PROMPT }, { type: 'input_image', image_url: 'data:image/png;base64,' + PNG, detail: 'auto' }] }] }, stream);
     expectText(r.output_text, 'echo: ' + IMAGE_PROMPT);
+  },
+  async reasoning({ sdk, model, stream }) {
+    const r = await respond(sdk, { model, input: PROMPT, reasoning: { effort: 'low', summary: 'auto' } }, stream);
+    const item = r.output.find((i) => i.type === 'reasoning');
+    expectText(item?.summary?.map((p) => p.text).join(''), REASONING);
+    expectText(r.output_text, 'echo: ' + PROMPT);
+  },
+  async structured({ sdk, model, stream }) {
+    const r = await respond(sdk, { model, input: 'Name a city.', text: { format: { type: 'json_schema', name: 'city', schema: CITY, strict: true } } }, stream);
+    expect(JSON.parse(r.output_text).city === 'Paris', `output ${short(r.output_text)}`);
+  },
+  async usage({ sdk, model, stream }) {
+    const r = await respond(sdk, { model, input: PROMPT }, stream);
+    const u = r.usage;
+    expect(u?.input_tokens_details?.cached_tokens === CACHED && u.input_tokens >= CACHED && u.total_tokens === u.input_tokens + u.output_tokens, `usage ${short(u)}`);
+  },
+  async length({ sdk, model, stream }) {
+    const r = await respond(sdk, { model, input: PROMPT, max_output_tokens: 16 }, stream);
+    expect(r.status === 'incomplete' && r.incomplete_details?.reason === 'max_output_tokens', `status ${r.status} ${short(r.incomplete_details)}`);
   },
   // A stateless translation answers previous_response_id with a 400 naming it.
   async stateless({ sdk, model }) {
@@ -156,6 +217,23 @@ const anthropicSDK = {
     const m = await message(sdk, { model, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }, { type: 'text', text: IMAGE_PROMPT }] }] }, stream);
     expectText(textOf(m), 'echo: ' + IMAGE_PROMPT);
   },
+  async reasoning({ sdk, model, stream }) {
+    const m = await message(sdk, { model, max_tokens: 2048, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: PROMPT }] }, stream);
+    expectText(m.content.filter((b) => b.type === 'thinking').map((b) => b.thinking).join(''), REASONING);
+    expectText(textOf(m), 'echo: ' + PROMPT);
+  },
+  async structured({ sdk, model, stream }) {
+    const m = await message(sdk, { model, messages: [{ role: 'user', content: 'Name a city.' }], output_config: { format: { type: 'json_schema', schema: CITY } } }, stream);
+    expect(JSON.parse(textOf(m)).city === 'Paris', `text ${short(textOf(m))}`);
+  },
+  async usage({ sdk, model, stream }) {
+    const m = await message(sdk, { model, messages: [{ role: 'user', content: PROMPT }] }, stream);
+    expect(m.usage?.cache_read_input_tokens === CACHED && m.usage.input_tokens >= 0 && m.usage.output_tokens > 0, `usage ${short(m.usage)}`);
+  },
+  async length({ sdk, model, stream }) {
+    const m = await message(sdk, { model, max_tokens: 5, messages: [{ role: 'user', content: PROMPT }] }, stream);
+    expect(m.stop_reason === 'max_tokens', `stop_reason ${m.stop_reason}, want max_tokens`);
+  },
   async count_tokens({ sdk, model }) {
     const r = await sdk.anthropic.messages.countTokens({ model, messages: [{ role: 'user', content: PROMPT }] });
     expect(Number.isInteger(r.input_tokens) && r.input_tokens > 0, `count ${short(r)}`);
@@ -177,12 +255,24 @@ async function aiRun(params, stream) {
   let streamErr;
   const r = streamText({ ...params, onError: ({ error }) => { streamErr = error; } });
   try {
-    const [text, steps] = await Promise.all([r.text, r.steps]);
+    const [text, steps, reasoningText, usage, finishReason] = await Promise.all([r.text, r.steps, r.reasoningText, r.usage, r.finishReason]);
+    const output = params.output ? await r.output : undefined;
     if (streamErr) throw streamErr;
-    return { text, steps };
+    return { text, steps, reasoningText, usage, finishReason, output };
   } catch (e) {
     throw streamErr ?? e; // the stream's own error says more than "no output"
   }
+}
+
+// aiOptions are the provider options of a detail scenario.
+function aiOptions(client, scenario) {
+  if (scenario === 'reasoning') {
+    return client === 'ai-anthropic'
+      ? { anthropic: { thinking: { type: 'enabled', budgetTokens: 1024 } } }
+      : { openai: { reasoningEffort: 'low', reasoningSummary: 'auto', forceReasoning: true } };
+  }
+  if (scenario === 'structured' && client === 'ai-anthropic') return { anthropic: { structuredOutputMode: 'outputFormat' } };
+  return undefined;
 }
 
 const aiSDK = {
@@ -204,9 +294,40 @@ const aiSDK = {
     const r = await aiRun({ model: aiModel(sdk, client, model), maxRetries: 0, messages: [{ role: 'user', content: [{ type: 'text', text: IMAGE_PROMPT }, { type: 'image', image: Buffer.from(PNG, 'base64'), mediaType: 'image/png' }] }] }, stream);
     expectText(r.text, 'echo: ' + IMAGE_PROMPT);
   },
+  async reasoning({ sdk, client, model, stream }) {
+    const r = await aiRun({ model: aiModel(sdk, client, model), prompt: PROMPT, maxRetries: 0, providerOptions: aiOptions(client, 'reasoning') }, stream);
+    expectText(r.reasoningText, REASONING);
+    expectText(r.text, 'echo: ' + PROMPT);
+  },
+  async structured({ sdk, client, model, stream }) {
+    const r = await aiRun({ model: aiModel(sdk, client, model), prompt: 'Name a city.', maxRetries: 0, output: Output.object({ schema: jsonSchema(CITY) }), providerOptions: aiOptions(client, 'structured') }, stream);
+    expect(r.output?.city === 'Paris', `output ${short(r.output)}`);
+  },
+  async usage({ sdk, client, model, stream }) {
+    const r = await aiRun({ model: aiModel(sdk, client, model), prompt: PROMPT, maxRetries: 0 }, stream);
+    expect(r.usage?.inputTokenDetails?.cacheReadTokens === CACHED && r.usage.inputTokens >= CACHED, `usage ${short(r.usage)}`);
+  },
+  async length({ sdk, client, model, stream }) {
+    const r = await aiRun({ model: aiModel(sdk, client, model), prompt: PROMPT, maxRetries: 0, maxOutputTokens: 16 }, stream);
+    expect(r.finishReason === 'length', `finishReason ${r.finishReason}, want length`);
+  },
 };
 
 // --- Endpoints -----------------------------------------------------------
+
+// expect400 runs a call that must be refused with a 400 naming field (in
+// param, or in the message).
+async function expect400(call, field) {
+  try {
+    await call();
+  } catch (e) {
+    const err = e.error?.error ?? e.error ?? {};
+    expect(e.status === 400, `status ${e.status}: ${short(e.message)}`);
+    expect([e.param, err.param, err.code, err.message, e.message].some((v) => String(v ?? '').includes(field)), `error ${short(e.message)} does not name ${field}`);
+    return;
+  }
+  throw new Mismatch(`no error: want a 400 naming ${field}`);
+}
 
 const endpoints = {
   async models_openai({ sdk }) {
@@ -246,6 +367,19 @@ const endpoints = {
       throw new Mismatch('no error for an 11 MiB body');
     }
   },
+  // Documented 400s: what has no translation is refused, naming the field.
+  async json_object({ sdk, model }) {
+    await expect400(() => sdk.openai.chat.completions.create({ model, messages: [{ role: 'user', content: PROMPT }], response_format: { type: 'json_object' } }), 'response_format.type');
+  },
+  async hosted_tool({ sdk, model }) {
+    await expect400(() => sdk.openai.responses.create({ model, input: PROMPT, store: false, tools: [{ type: 'web_search' }] }), 'tools[0].type');
+  },
+  async server_tool({ sdk, model }) {
+    await expect400(() => sdk.anthropic.messages.create({ model, max_tokens: 64, messages: [{ role: 'user', content: PROMPT }], tools: [{ type: 'web_search_20250305', name: 'web_search', max_uses: 1 }] }), 'tools[0].type');
+  },
+  async embeddings_refused({ sdk, model }) {
+    await expect400(() => sdk.openai.embeddings.create({ model, input: 'alpha' }), 'wrong_endpoint');
+  },
   async not_found_openai({ sdk }) {
     try {
       await sdk.openai.chat.completions.create({ model: 'no-such-model', messages: [{ role: 'user', content: PROMPT }] });
@@ -280,7 +414,7 @@ async function runCell(cell) {
   const fn = clients[cell.client]?.[cell.scenario];
   if (!fn) return { id: cell.id, ok: false, detail: `no scenario ${cell.scenario} for ${cell.client}` };
   try {
-    await fn({ ...cell, sdk: sdkFor(cell.base || BASE) });
+    await fn({ ...cell, model: scenarioModel(cell.model, cell.scenario), sdk: sdkFor(cell.base || BASE) });
     return { id: cell.id, ok: true, detail: '' };
   } catch (e) {
     const what = e instanceof Mismatch ? e.message : `${e.constructor?.name ?? 'Error'}${e.status ? ' ' + e.status : ''}: ${e.message}`;

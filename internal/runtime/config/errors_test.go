@@ -102,6 +102,16 @@ func TestErrors(t *testing.T) {
 			at:   "opneai", path: "providers[0].kind", msg: `must be one of openai, anthropic (got "opneai")`,
 		},
 		{
+			name: "bad responses_api",
+			src:  "providers:\n  - {id: p, kind: openai, responses_api: chat, base_url: \"https://x.example\", models: [m], connections: [{id: c}]}\n",
+			at:   "chat", path: "providers[0].responses_api", msg: `must be "native" or "translate" (got "chat")`,
+		},
+		{
+			name: "native responses_api on the anthropic kind",
+			src:  "providers:\n  - {id: p, kind: anthropic, responses_api: native, base_url: \"https://x.example\", models: [m], connections: [{id: c}]}\n",
+			at:   "native", path: "providers[0].responses_api", msg: "anthropic providers have no Responses API",
+		},
+		{
 			name: "bad profile",
 			src:  "providers:\n  - {id: p, kind: openai, profile: apikeys, base_url: \"https://x.example\", models: [m], connections: [{id: c}]}\n",
 			at:   "apikeys", path: "providers[0].profile", msg: "must be one of apikey, oauth, local",

@@ -68,7 +68,12 @@ type Provider struct {
 	QuotaFamilies         map[string][]string `yaml:"quota_families" json:"quota_families,omitempty"`
 	EgressBucketed        bool                `yaml:"egress_bucketed" json:"egress_bucketed"`
 	UseUpstreamRetryHints *bool               `yaml:"use_upstream_retry_hints" json:"use_upstream_retry_hints,omitempty"`
-	Connections           []Connection        `yaml:"connections" json:"connections"`
+	// ResponsesAPI is how an openai-kind provider serves the Responses API:
+	// native (passed through to its /responses, the default) or translate
+	// (to its Chat Completions endpoint, statelessly). Anthropic-kind
+	// providers always translate.
+	ResponsesAPI string       `yaml:"responses_api" json:"responses_api,omitempty"`
+	Connections  []Connection `yaml:"connections" json:"connections"`
 }
 
 // Connection is one account / key of a provider.

@@ -14,6 +14,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 )
 
 // Limits used by validation, in milliseconds unless named otherwise; the
@@ -289,6 +290,11 @@ func (v *validator) providers(ps []Provider) map[string]bool {
 			}
 		}
 		v.enum(pp+".kind", p.Kind, kinds)
+		if oneOf(p.Kind, kinds) {
+			if _, err := provider.For(p.Kind, provider.Options{ResponsesAPI: p.ResponsesAPI}); err != nil {
+				v.errorf(pp+".responses_api", "%s", strings.TrimPrefix(err.Error(), "responses_api: "))
+			}
+		}
 		v.enum(pp+".profile", p.Profile, profiles)
 		v.httpURL(pp+".base_url", p.BaseURL)
 		v.models(pp, p)

@@ -233,10 +233,12 @@ func TestResponsesPassThroughServesBackgroundSynchronously(t *testing.T) {
 	if resp.StatusCode != 200 || len(events) == 0 || events[len(events)-1] != "response.completed" {
 		t.Fatalf("responses stream: %d %v", resp.StatusCode, events)
 	}
-	resp = h.post("/v1/responses", `{"model":"claude/c","input":"x"}`)
-	readBody(t, resp)
-	if resp.StatusCode != 400 {
-		t.Fatalf("responses to an anthropic provider: %d", resp.StatusCode)
+	// An Anthropic-kind provider gets the Responses request translated to
+	// Messages, a background one served synchronously too.
+	resp = h.post("/v1/responses", `{"model":"claude/c","input":"x","background":true}`)
+	warn = resp.Header.Get("X-Breakwater-Warning")
+	if m = decode(t, resp); resp.StatusCode != 200 || m["object"] != "response" || m["status"] != "completed" || !strings.Contains(warn, "synchronously") {
+		t.Fatalf("responses to an anthropic provider: %d %v warning=%q", resp.StatusCode, m, warn)
 	}
 	resp = h.post("/v1/responses", `{"model":"fast/m"}`)
 	if e := decode(t, resp)["error"].(map[string]any); resp.StatusCode != 400 || e["param"] != "input" {

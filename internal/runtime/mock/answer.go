@@ -723,7 +723,27 @@ func (c *call) resetConn() {
 }
 
 func (c *call) completionTokens() int { return max(estimateTokens(len(c.text)), 1) }
-func (c *call) reasoningTokens() int  { return estimateTokens(len(c.reasoning)) }
+
+// cachedTokens is the part of the prompt reported as read from the cache.
+func (c *call) cachedTokens() int { return min(max(c.step.CachedTokens, 0), c.promptTokens) }
+
+// finishReason is the OpenAI finish_reason of a text answer.
+func (c *call) finishReason() string {
+	if c.step.Truncated {
+		return "length"
+	}
+	return "stop"
+}
+
+// stopReason is the Anthropic stop_reason of a text answer.
+func (c *call) stopReason() string {
+	if c.step.Truncated {
+		return "max_tokens"
+	}
+	return "end_turn"
+}
+
+func (c *call) reasoningTokens() int { return estimateTokens(len(c.reasoning)) }
 
 // The appenders below dispatch on the wire format.
 

@@ -19,8 +19,10 @@ func (c *call) anOutputTokens() int { return c.completionTokens() + c.reasoningT
 
 func (c *call) anUsage(b []byte, output int) []byte {
 	b = append(b, `{"input_tokens":`...)
-	b = strconv.AppendInt(b, int64(c.promptTokens), 10)
-	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.promptTokens-c.cachedTokens()), 10)
+	b = append(b, `,"cache_creation_input_tokens":0,"cache_read_input_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cachedTokens()), 10)
+	b = append(b, `,"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(output), 10)
 	return append(b, '}')
 }
@@ -42,7 +44,9 @@ func (c *call) anWhole(b []byte) []byte {
 	}
 	b = append(b, `{"type":"text","text":`...)
 	b = appendJSONString(b, c.text)
-	b = append(b, `}],"stop_reason":"end_turn","stop_sequence":null,"usage":`...)
+	b = append(b, `}],"stop_reason":"`...)
+	b = append(b, c.stopReason()...)
+	b = append(b, `","stop_sequence":null,"usage":`...)
 	b = c.anUsage(b, c.anOutputTokens())
 	return append(b, "}\n"...)
 }
@@ -116,7 +120,9 @@ func (c *call) anDelta(b []byte, index int64, deltaType, field, piece string) []
 func (c *call) anFinish(b []byte) []byte {
 	b = anBlockStop(b, c.textIndex())
 	b = anEvent(b, "message_delta")
-	b = append(b, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":`...)
+	b = append(b, `{"type":"message_delta","delta":{"stop_reason":"`...)
+	b = append(b, c.stopReason()...)
+	b = append(b, `","stop_sequence":null},"usage":`...)
 	b = c.anUsage(b, c.anOutputTokens())
 	b = append(b, "}\n\n"...)
 	b = anEvent(b, "message_stop")

@@ -141,7 +141,9 @@ func (c *call) cmWhole(b []byte) []byte {
 	b = c.cmHead(b)
 	b = append(b, `{"text":`...)
 	b = appendJSONString(b, c.text)
-	b = append(b, `,"index":0,"logprobs":null,"finish_reason":"stop"}],"usage":`...)
+	b = append(b, `,"index":0,"logprobs":null,"finish_reason":"`...)
+	b = append(b, c.finishReason()...)
+	b = append(b, `"}],"usage":`...)
 	b = c.oaUsage(b)
 	return append(b, "}\n"...)
 }
@@ -157,7 +159,9 @@ func (c *call) cmDelta(b []byte, piece string) []byte {
 func (c *call) cmFinish(b []byte) []byte {
 	b = append(b, "data: "...)
 	b = c.cmHead(b)
-	b = append(b, `{"text":"","index":0,"logprobs":null,"finish_reason":"stop"}]`...)
+	b = append(b, `{"text":"","index":0,"logprobs":null,"finish_reason":"`...)
+	b = append(b, c.finishReason()...)
+	b = append(b, `"}]`...)
 	if c.includeUsage {
 		b = append(b, `,"usage":`...)
 		b = c.oaUsage(b)

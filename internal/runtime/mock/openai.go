@@ -13,7 +13,9 @@ func (c *call) oaUsage(b []byte) []byte {
 	b = strconv.AppendInt(b, int64(completion), 10)
 	b = append(b, `,"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.promptTokens+completion), 10)
-	b = append(b, `,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":`...)
+	b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cachedTokens()), 10)
+	b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.reasoningTokens()), 10)
 	return append(b, `}}`...)
 }
@@ -38,7 +40,9 @@ func (c *call) oaWhole(b []byte) []byte {
 		b = append(b, `,"reasoning_content":`...)
 		b = appendJSONString(b, c.reasoning)
 	}
-	b = append(b, `,"refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":`...)
+	b = append(b, `,"refusal":null},"logprobs":null,"finish_reason":"`...)
+	b = append(b, c.finishReason()...)
+	b = append(b, `"}],"usage":`...)
 	b = c.oaUsage(b)
 	return append(b, "}\n"...)
 }
@@ -74,7 +78,9 @@ func (c *call) oaFinish(b []byte) []byte {
 		b = append(b, `"role":"assistant"`...)
 		c.first = false
 	}
-	b = append(b, `},"logprobs":null,"finish_reason":"stop"}]`...)
+	b = append(b, `},"logprobs":null,"finish_reason":"`...)
+	b = append(b, c.finishReason()...)
+	b = append(b, `"}]`...)
 	if c.includeUsage {
 		b = append(b, `,"usage":null}`...)
 		b = append(b, "\n\ndata: "...)

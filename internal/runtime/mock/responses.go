@@ -23,7 +23,9 @@ func (c *call) rsItem(b []byte, done bool) []byte {
 	if !done {
 		return append(b, `"in_progress","role":"assistant","content":[]}`...)
 	}
-	b = append(b, `"completed","role":"assistant","content":[`...)
+	b = append(b, `"`...)
+	b = append(b, c.rsStatus()...)
+	b = append(b, `","role":"assistant","content":[`...)
 	b = rsPart(b, c.text)
 	return append(b, "]}"...)
 }
@@ -40,7 +42,12 @@ func (c *call) rsResponse(b []byte, done bool) []byte {
 	b = append(b, `","object":"response","created_at":`...)
 	b = strconv.AppendInt(b, c.created, 10)
 	if done {
-		b = append(b, `,"status":"completed"`...)
+		b = append(b, `,"status":"`...)
+		b = append(b, c.rsStatus()...)
+		b = append(b, `"`...)
+		if c.rsStatus() == "incomplete" {
+			b = append(b, `,"incomplete_details":{"reason":"max_output_tokens"}`...)
+		}
 	} else {
 		b = append(b, `,"status":"in_progress"`...)
 	}
@@ -58,7 +65,9 @@ func (c *call) rsResponse(b []byte, done bool) []byte {
 	out := c.completionTokens()
 	b = append(b, `],"usage":{"input_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.promptTokens), 10)
-	b = append(b, `,"input_tokens_details":{"cached_tokens":0},"output_tokens":`...)
+	b = append(b, `,"input_tokens_details":{"cached_tokens":`...)
+	b = strconv.AppendInt(b, int64(c.cachedTokens()), 10)
+	b = append(b, `},"output_tokens":`...)
 	b = strconv.AppendInt(b, int64(out), 10)
 	b = append(b, `,"output_tokens_details":{"reasoning_tokens":0},"total_tokens":`...)
 	b = strconv.AppendInt(b, int64(c.promptTokens+out), 10)
@@ -126,7 +135,19 @@ func (c *call) rsFinish(b []byte) []byte {
 	b = c.rsItem(b, true)
 	b = append(b, "}\n\n"...)
 
+	if c.rsStatus() == "incomplete" {
+		return c.rsResponseEvent(b, "response.incomplete", true)
+	}
 	return c.rsResponseEvent(b, "response.completed", true)
+}
+
+// rsStatus is the status of a finished Responses text answer: completed,
+// or incomplete when the step truncates it.
+func (c *call) rsStatus() string {
+	if c.step.Truncated && c.tool == nil {
+		return "incomplete"
+	}
+	return "completed"
 }
 
 func (c *call) rsErrorEvent(b []byte, ee *ErrorEvent) []byte {

@@ -153,6 +153,20 @@ type Step struct {
 	// request did not ask for it.
 	Gzip bool `yaml:"gzip"`
 
+	// Answer details, for clients that read them (the compatibility
+	// suite).
+
+	// CachedTokens reports that many of the prompt tokens (at most all of
+	// them) as read from the prompt cache: OpenAI
+	// prompt_tokens_details.cached_tokens, Responses
+	// input_tokens_details.cached_tokens, Anthropic cache_read_input_tokens
+	// (input_tokens then counts the rest).
+	CachedTokens int `yaml:"cached_tokens"`
+	// Truncated ends a text answer as cut by the output token limit:
+	// finish_reason length, stop_reason max_tokens, Responses status
+	// incomplete (incomplete_details.reason max_output_tokens).
+	Truncated bool `yaml:"truncated"`
+
 	// JuniperTide is the juniper_tide block of a GET /api/oauth/usage
 	// answer (default: arm reset, available, next_available_at null).
 	JuniperTide *JuniperTide `yaml:"juniper_tide"`

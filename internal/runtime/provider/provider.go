@@ -1,23 +1,33 @@
 // Package provider holds one adapter per provider kind (openai, anthropic):
 // everything the gateway must know about a kind's wire protocol. An
 // Adapter builds upstream URLs, sets the credential and the client
-// headers a kind forwards (anthropic-version, anthropic-beta), and, for
-// each client wire format, says how a request reaches the kind: which of
-// its endpoints serves it and which translators (runtime/translate) and
-// stream event reader (runtime/frames) the attempt uses. The `switch` on a
-// provider kind appears once, in ForKind; a (client format, upstream
-// format) pair that needs translation is one entry of the translations
-// table.
+// headers and query parameters a kind forwards (anthropic-version,
+// anthropic-beta, ?beta=true), and, for each client endpoint (a
+// wire.Format), says how a request reaches the kind: which of its
+// endpoints serves it and which translators (runtime/translate) and
+// stream event reader (runtime/frames) the attempt uses, or that the
+// gateway answers it itself (count_tokens estimated for a kind that
+// cannot count). The `switch` on a provider kind appears once, in
+// ForKind; a (client format, upstream format) pair that needs translation
+// is one entry of the translations table.
 //
-// Today's rule: OpenAI Chat Completions and Anthropic Messages reach both
-// kinds (translated where they differ); OpenAI Responses is passed through
-// to OpenAI-kind providers only, since no Responses translator exists yet.
+// The rule: Chat Completions, Messages and Responses reach both kinds
+// (translated where they differ; Responses is passed through to an
+// OpenAI-kind provider unless it is configured with responses_api:
+// translate, then translated to its Chat Completions endpoint);
+// count_tokens is forwarded to Anthropic-kind providers and estimated for
+// others; embeddings and legacy completions reach OpenAI-kind providers
+// only.
 //
 // Adapters are immutable and goroutine-safe.
 package provider
 
 import (
+	"fmt"
 	"net/http"
+	"net/url"
+	"slices"
+	"strings"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
 	"github.com/breakwater-dev/breakwater/internal/runtime/translate"
@@ -30,16 +40,27 @@ const (
 	KindAnthropic = "anthropic"
 )
 
+// How an OpenAI-kind provider serves the Responses API
+// (providers[].responses_api).
+const (
+	// ResponsesNative passes Responses requests through to the provider's
+	// /responses endpoint (stored state, hosted tools and every other
+	// Responses feature keep working). The default for the openai kind.
+	ResponsesNative = "native"
+	// ResponsesTranslate translates them to Chat Completions, statelessly,
+	// for OpenAI-compatible servers without the Responses API. Anthropic-kind
+	// providers always translate (to Messages).
+	ResponsesTranslate = "translate"
+)
+
 // defaultAnthropicVersion is the anthropic-version sent when the client
 // sends none.
 const defaultAnthropicVersion = "2023-06-01"
 
-// Adapter is one provider kind's wire protocol. Get it with ForKind.
+// Adapter is one provider kind's wire protocol. Get it with ForKind or
+// For.
 type Adapter struct {
 	kind string
-	// native is the format of the kind's main endpoint, the one other
-	// client formats are translated to.
-	native wire.Format
 	// exchanges[f] is how a client speaking f reaches the kind (nil: it
 	// cannot).
 	exchanges [wire.NumFormats]*Exchange
@@ -53,26 +74,48 @@ type Adapter struct {
 	usageWall bool
 }
 
-// endpoint is one endpoint of a kind: the format it speaks and its path
-// under the provider's base URL.
+// endpoint is one endpoint of a kind: the format it speaks, its path
+// under the provider's base URL, and the client query parameters passed
+// on to it when the client speaks the same format.
 type endpoint struct {
 	format wire.Format
 	path   string
+	query  []string
 }
 
+// The endpoints of each kind, main endpoint first: a client format the
+// kind has no endpoint for is translated to the first endpoint the
+// translations table has a pair for.
 var (
-	openAI = newAdapter(KindOpenAI, []endpoint{
-		{wire.FormatChat, "/chat/completions"},
-		{wire.FormatResponses, "/responses"},
-	}, func(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }, nil, false)
+	openAIEndpoints = []endpoint{
+		{format: wire.FormatChat, path: "/chat/completions"},
+		{format: wire.FormatResponses, path: "/responses"},
+		{format: wire.FormatEmbeddings, path: "/embeddings"},
+		{format: wire.FormatCompletions, path: "/completions"},
+	}
+	// anthropic's ?beta=true is what its SDKs' beta clients (Claude Code)
+	// add; the API accepts it, so a same-format request keeps it.
+	anthropicEndpoints = []endpoint{
+		{format: wire.FormatMessages, path: "/messages", query: []string{"beta"}},
+		{format: wire.FormatCountTokens, path: "/messages/count_tokens", query: []string{"beta"}},
+	}
+)
 
-	anthropic = newAdapter(KindAnthropic, []endpoint{
-		{wire.FormatMessages, "/messages"},
-	}, func(h http.Header, key string) { h.Set("x-api-key", key) },
+var (
+	bearer = func(h http.Header, key string) { h.Set("Authorization", "Bearer "+key) }
+
+	openAI = newAdapter(KindOpenAI, openAIEndpoints, bearer, nil, false)
+
+	// openAIChatOnly is the openai kind of a provider configured with
+	// responses_api: translate.
+	openAIChatOnly = newAdapter(KindOpenAI, without(openAIEndpoints, wire.FormatResponses), bearer, nil, false)
+
+	anthropic = newAdapter(KindAnthropic, anthropicEndpoints, func(h http.Header, key string) { h.Set("x-api-key", key) },
 		[]wire.Header{{Name: "anthropic-version", Value: defaultAnthropicVersion}, {Name: "anthropic-beta"}}, true)
 )
 
-// ForKind returns the adapter of a provider kind (providers[].kind).
+// ForKind returns the adapter of a provider kind (providers[].kind) with
+// its default options.
 func ForKind(kind string) (*Adapter, bool) {
 	switch kind {
 	case KindOpenAI:
@@ -83,8 +126,51 @@ func ForKind(kind string) (*Adapter, bool) {
 	return nil, false
 }
 
+// Options are a provider's settings that change its adapter.
+type Options struct {
+	// ResponsesAPI is providers[].responses_api: ResponsesNative,
+	// ResponsesTranslate or "" (the kind's default).
+	ResponsesAPI string
+}
+
+// For returns the adapter of a provider of kind with options o. An
+// unknown kind or an option the kind does not support is an error (the
+// configuration validates both first).
+func For(kind string, o Options) (*Adapter, error) {
+	a, ok := ForKind(kind)
+	if !ok {
+		return nil, fmt.Errorf("unknown provider kind %q (known: %s)", kind, strings.Join(Kinds(), ", "))
+	}
+	switch o.ResponsesAPI {
+	case "":
+	case ResponsesNative:
+		if a.exchanges[wire.FormatResponses].Translated() {
+			return nil, fmt.Errorf("responses_api: %s providers have no Responses API; use %q (the default) or leave it unset", kind, ResponsesTranslate)
+		}
+	case ResponsesTranslate:
+		if a == openAI {
+			a = openAIChatOnly
+		}
+	default:
+		return nil, fmt.Errorf("responses_api: must be %q or %q (got %q)", ResponsesNative, ResponsesTranslate, o.ResponsesAPI)
+	}
+	return a, nil
+}
+
 // Kinds lists the provider kinds ForKind knows, for validation messages.
 func Kinds() []string { return []string{KindOpenAI, KindAnthropic} }
+
+// KindsServing lists the kinds (with their default options) that serve a
+// client of format f, for error messages.
+func KindsServing(f wire.Format) []string {
+	var out []string
+	for _, a := range []*Adapter{openAI, anthropic} {
+		if a.exchanges[f] != nil {
+			out = append(out, a.kind)
+		}
+	}
+	return out
+}
 
 // Forwardable lists the client header names some kind forwards upstream;
 // the server copies only these from a client request.
@@ -100,22 +186,62 @@ var forwardable = func() []string {
 	return out
 }()
 
-// newAdapter builds an adapter: a client format the kind has an endpoint
-// for is passed through to it; any other format reaches the first
-// (native) endpoint when the translations table has the pair.
-func newAdapter(kind string, eps []endpoint, auth func(http.Header, string), forward []wire.Header, usageWall bool) *Adapter {
-	a := &Adapter{kind: kind, native: eps[0].format, auth: auth, forward: forward, usageWall: usageWall}
-	for f := range wire.NumFormats {
-		to, path := a.native, eps[0].path
+// ForwardableQuery lists the client query parameters some endpoint
+// passes on; the server copies only these from a client request.
+func ForwardableQuery() []string { return forwardableQuery }
+
+var forwardableQuery = func() []string {
+	var out []string
+	for _, eps := range [][]endpoint{openAIEndpoints, anthropicEndpoints} {
 		for _, ep := range eps {
-			if ep.format == f {
-				to, path = f, ep.path
+			for _, q := range ep.query {
+				if !slices.Contains(out, q) {
+					out = append(out, q)
+				}
 			}
 		}
-		if p := pairs[f][to]; p != nil {
-			e := *p
-			e.path = path
-			a.exchanges[f] = &e
+	}
+	return out
+}()
+
+// without returns eps without the endpoint of format f.
+func without(eps []endpoint, f wire.Format) []endpoint {
+	var out []endpoint
+	for _, ep := range eps {
+		if ep.format != f {
+			out = append(out, ep)
+		}
+	}
+	return out
+}
+
+// newAdapter builds an adapter: a client format the kind has an endpoint
+// for is passed through to it (with the endpoint's query parameters); any
+// other format reaches the first endpoint the translations table has a
+// pair for (a pair without an upstream call is answered by the gateway).
+func newAdapter(kind string, eps []endpoint, auth func(http.Header, string), forward []wire.Header, usageWall bool) *Adapter {
+	a := &Adapter{kind: kind, auth: auth, forward: forward, usageWall: usageWall}
+	for f := range wire.NumFormats {
+		for _, ep := range eps {
+			if ep.format == f {
+				e := *pairs[f][f]
+				e.path, e.query = ep.path, ep.query
+				a.exchanges[f] = &e
+				break
+			}
+		}
+		if a.exchanges[f] != nil {
+			continue
+		}
+		for _, ep := range eps {
+			if p := pairs[f][ep.format]; p != nil {
+				e := *p
+				if p.t.local == nil {
+					e.path = ep.path
+				}
+				a.exchanges[f] = &e
+				break
+			}
 		}
 	}
 	return a
@@ -157,6 +283,7 @@ type Exchange struct {
 	// Client is the client's format; Upstream the endpoint's.
 	Client, Upstream wire.Format
 	path             string
+	query            []string
 	events           frames.Reader
 	t                *translation
 }
@@ -165,36 +292,54 @@ type Exchange struct {
 // errors and streams are translated.
 func (e *Exchange) Translated() bool { return e.t != nil }
 
-// URL is the endpoint under a provider's base URL.
-func (e *Exchange) URL(base string) string { return base + e.path }
+// Local reports whether the gateway answers the request itself (Answer),
+// with no upstream call: count_tokens for a kind that cannot count.
+func (e *Exchange) Local() bool { return e.t != nil && e.t.local != nil }
 
-// Request returns the upstream body for a client body whose routing
-// fields are req, addressed to the upstream model: the model replaced (in
-// a copy), or the whole request translated. A body that cannot be
-// translated is the client's error (a *wire.FieldError).
-func (e *Exchange) Request(body []byte, req wire.Request, model string) ([]byte, error) {
-	if e.t != nil {
-		return e.t.request(body, model)
+// URL is the endpoint under a provider's base URL, with the client query
+// parameters (name, value) this endpoint passes on.
+func (e *Exchange) URL(base string, query []wire.Header) string {
+	u := base + e.path
+	sep := byte('?')
+	for _, q := range query {
+		if slices.Contains(e.query, q.Name) {
+			u += string(sep) + url.QueryEscape(q.Name) + "=" + url.QueryEscape(q.Value)
+			sep = '&'
+		}
 	}
-	out := req.RewriteModel(body, model)
-	if len(out) > 0 && &out[0] == &body[0] {
-		out = append([]byte(nil), body...) // a stream may outlive the caller's buffer
+	return u
+}
+
+// Request returns the upstream body for the client body b, addressed to
+// the upstream model: the model replaced (in a copy), or the whole
+// request translated. A body that cannot be translated is the client's
+// error (a *wire.FieldError naming the field).
+func (e *Exchange) Request(b *Body, model string) ([]byte, error) {
+	if e.t != nil {
+		return e.t.request(b, model)
+	}
+	out := b.Parsed.RewriteModel(b.Bytes, model)
+	if len(out) > 0 && &out[0] == &b.Bytes[0] {
+		out = append([]byte(nil), b.Bytes...) // a stream may outlive the caller's buffer
 	}
 	return out, nil
 }
 
+// Answer is the gateway's own answer to a Local exchange's request.
+func (e *Exchange) Answer(b *Body) ([]byte, error) { return e.t.local(b) }
+
 // Response translates a whole 2xx upstream answer to the client's format;
 // an untranslated exchange returns it as is.
-func (e *Exchange) Response(body []byte, model string) ([]byte, error) {
+func (e *Exchange) Response(b *Body, body []byte, model string) ([]byte, error) {
 	if e.t == nil {
 		return body, nil
 	}
-	return e.t.response(body, model)
+	return e.t.response(b, body, model)
 }
 
 // Error translates an upstream error body to the client's format.
 func (e *Exchange) Error(status int, body []byte) []byte {
-	if e.t == nil {
+	if e.t == nil || e.t.error == nil {
 		return body
 	}
 	return e.t.error(status, body)
@@ -202,11 +347,11 @@ func (e *Exchange) Error(status int, body []byte) []byte {
 
 // Stream returns a translator of the upstream stream to the client's
 // format, or nil (the identity) when the formats agree.
-func (e *Exchange) Stream(model string) translate.Translator {
-	if e.t == nil {
+func (e *Exchange) Stream(b *Body, model string) translate.Translator {
+	if e.t == nil || e.t.stream == nil {
 		return nil
 	}
-	return e.t.stream(model)
+	return e.t.stream(b, model)
 }
 
 // Events returns the reader of the upstream format's stream events, which
@@ -216,4 +361,41 @@ func (e *Exchange) Events() frames.Reader { return e.events }
 // Translation returns the exchange that carries a client speaking from to
 // an endpoint speaking to (no URL), or nil when no translator exists; the
 // orchestrations use it to speak OpenAI Chat Completions to every client.
-func Translation(from, to wire.Format) *Exchange { return pairs[from][to] }
+func Translation(from, to wire.Format) *Exchange {
+	if e := pairs[from][to]; e != nil && !e.Local() {
+		return e
+	}
+	return nil
+}
+
+// Body is a client request body as the exchanges read it: its bytes, its
+// routing fields, and what a translator parsed from it once (a Responses
+// request's translate.ResponsesCall), so that failing over to another
+// provider kind, answering and streaming do not parse it again. A Body
+// belongs to one request: it is not goroutine-safe.
+type Body struct {
+	Bytes  []byte
+	Parsed wire.Request
+
+	rs     *translate.ResponsesCall
+	rsErr  error
+	rsRead bool
+}
+
+// NewBody returns the Body of a client request.
+func NewBody(b []byte, parsed wire.Request) Body { return Body{Bytes: b, Parsed: parsed} }
+
+// Is reports whether the Body holds exactly the bytes b (the same
+// memory), so a caller can tell a rewritten body from the one it read.
+func (b *Body) Is(bytes []byte) bool {
+	return len(b.Bytes) == len(bytes) && (len(bytes) == 0 || &b.Bytes[0] == &bytes[0])
+}
+
+// responses returns the body read as a Responses request, parsing it once.
+func (b *Body) responses() (*translate.ResponsesCall, error) {
+	if !b.rsRead {
+		b.rs, b.rsErr = translate.ParseResponses(b.Bytes)
+		b.rsRead = true
+	}
+	return b.rs, b.rsErr
+}

@@ -1,57 +1,138 @@
 package provider
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
+	"github.com/breakwater-dev/breakwater/internal/runtime/translate"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
-// Every (kind, client format) pair: the endpoint, whether it is
-// translated, and today's rule that Responses reaches OpenAI-kind
-// providers only.
+// Every (provider, client endpoint) pair: the upstream URL, whether it is
+// translated or answered by the gateway, and the upstream format. The
+// Responses API reaches every kind (passed through to an OpenAI-kind
+// provider unless responses_api: translate); count_tokens is forwarded to
+// the anthropic kind and estimated for the openai kind; embeddings and
+// legacy completions reach the openai kind only.
 func TestExchanges(t *testing.T) {
+	const (
+		openAIKind = iota
+		openAITranslate
+		anthropicKind
+	)
+	adapters := map[int]*Adapter{}
+	for i, o := range []struct {
+		kind, rs string
+	}{{KindOpenAI, ""}, {KindOpenAI, ResponsesTranslate}, {KindAnthropic, ""}} {
+		a, err := For(o.kind, Options{ResponsesAPI: o.rs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		adapters[i] = a
+	}
 	tests := []struct {
-		kind       string
+		adapter    int
 		client     wire.Format
-		url        string // "" = not served
+		url        string // "" = not served, "local" = answered by the gateway
 		translated bool
 		upstream   wire.Format
 	}{
-		{KindOpenAI, wire.FormatChat, "https://u/v1/chat/completions", false, wire.FormatChat},
-		{KindOpenAI, wire.FormatMessages, "https://u/v1/chat/completions", true, wire.FormatChat},
-		{KindOpenAI, wire.FormatResponses, "https://u/v1/responses", false, wire.FormatResponses},
-		{KindAnthropic, wire.FormatChat, "https://u/v1/messages", true, wire.FormatMessages},
-		{KindAnthropic, wire.FormatMessages, "https://u/v1/messages", false, wire.FormatMessages},
-		{KindAnthropic, wire.FormatResponses, "", false, 0},
+		{openAIKind, wire.FormatChat, "https://u/v1/chat/completions", false, wire.FormatChat},
+		{openAIKind, wire.FormatMessages, "https://u/v1/chat/completions", true, wire.FormatChat},
+		{openAIKind, wire.FormatResponses, "https://u/v1/responses", false, wire.FormatResponses},
+		{openAIKind, wire.FormatCountTokens, "local", true, wire.FormatChat},
+		{openAIKind, wire.FormatEmbeddings, "https://u/v1/embeddings", false, wire.FormatEmbeddings},
+		{openAIKind, wire.FormatCompletions, "https://u/v1/completions", false, wire.FormatCompletions},
+		{openAITranslate, wire.FormatChat, "https://u/v1/chat/completions", false, wire.FormatChat},
+		{openAITranslate, wire.FormatResponses, "https://u/v1/chat/completions", true, wire.FormatChat},
+		{openAITranslate, wire.FormatEmbeddings, "https://u/v1/embeddings", false, wire.FormatEmbeddings},
+		{anthropicKind, wire.FormatChat, "https://u/v1/messages", true, wire.FormatMessages},
+		{anthropicKind, wire.FormatMessages, "https://u/v1/messages", false, wire.FormatMessages},
+		{anthropicKind, wire.FormatResponses, "https://u/v1/messages", true, wire.FormatMessages},
+		{anthropicKind, wire.FormatCountTokens, "https://u/v1/messages/count_tokens", false, wire.FormatCountTokens},
+		{anthropicKind, wire.FormatEmbeddings, "", false, 0},
+		{anthropicKind, wire.FormatCompletions, "", false, 0},
 	}
 	for _, tt := range tests {
-		a, ok := ForKind(tt.kind)
-		if !ok {
-			t.Fatalf("ForKind(%q) unknown", tt.kind)
-		}
+		a := adapters[tt.adapter]
 		e := a.Exchange(tt.client)
+		name := fmt.Sprintf("%s(%d) ← %s", a.Kind(), tt.adapter, tt.client)
 		if tt.url == "" {
 			if e != nil {
-				t.Errorf("%s ← %s: served at %s, want no exchange", tt.kind, tt.client, e.URL("https://u/v1"))
+				t.Errorf("%s: served at %s, want no exchange", name, e.URL("https://u/v1", nil))
 			}
 			continue
 		}
 		if e == nil {
-			t.Fatalf("%s ← %s: no exchange", tt.kind, tt.client)
+			t.Fatalf("%s: no exchange", name)
 		}
-		if got := e.URL("https://u/v1"); got != tt.url || e.Translated() != tt.translated || e.Upstream != tt.upstream || e.Client != tt.client {
-			t.Errorf("%s ← %s: url %s translated %v upstream %s", tt.kind, tt.client, got, e.Translated(), e.Upstream)
+		if tt.url == "local" {
+			if !e.Local() {
+				t.Errorf("%s: want a local answer", name)
+			}
+			continue
 		}
-		if (e.Stream("m") != nil) != tt.translated {
-			t.Errorf("%s ← %s: stream translator present = %v", tt.kind, tt.client, e.Stream("m") != nil)
+		if e.Local() {
+			t.Errorf("%s: local, want %s", name, tt.url)
+		}
+		if got := e.URL("https://u/v1", nil); got != tt.url || e.Translated() != tt.translated || e.Upstream != tt.upstream || e.Client != tt.client {
+			t.Errorf("%s: url %s translated %v upstream %s", name, got, e.Translated(), e.Upstream)
 		}
 	}
 	if _, ok := ForKind("bedrock"); ok {
 		t.Error("an unknown kind must not resolve")
+	}
+	if got := strings.Join(KindsServing(wire.FormatEmbeddings), ","); got != "openai" {
+		t.Errorf("embeddings served by %s", got)
+	}
+}
+
+// providers[].responses_api: native or translate on the openai kind;
+// anthropic has no Responses API to pass through to.
+func TestForOptions(t *testing.T) {
+	for _, tc := range []struct {
+		kind, rs, err string
+	}{
+		{KindOpenAI, "", ""},
+		{KindOpenAI, ResponsesNative, ""},
+		{KindOpenAI, ResponsesTranslate, ""},
+		{KindAnthropic, ResponsesTranslate, ""},
+		{KindAnthropic, ResponsesNative, "no Responses API"},
+		{KindOpenAI, "chat", `must be "native" or "translate"`},
+		{"bedrock", "", "unknown provider kind"},
+	} {
+		_, err := For(tc.kind, Options{ResponsesAPI: tc.rs})
+		if (err == nil) != (tc.err == "") || (err != nil && !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("For(%s, %q) = %v, want %q", tc.kind, tc.rs, err, tc.err)
+		}
+	}
+}
+
+// Query parameters: ?beta=true reaches the anthropic kind's own endpoints
+// (escaped), never a translated endpoint; other parameters never do.
+func TestURLQuery(t *testing.T) {
+	q := []wire.Header{{Name: "beta", Value: "true"}, {Name: "api-version", Value: "x&y"}}
+	an, _ := ForKind(KindAnthropic)
+	if got := an.Exchange(wire.FormatMessages).URL("https://u/v1", q); got != "https://u/v1/messages?beta=true" {
+		t.Errorf("messages URL %s", got)
+	}
+	if got := an.Exchange(wire.FormatCountTokens).URL("https://u/v1", []wire.Header{{Name: "beta", Value: "a b"}}); got != "https://u/v1/messages/count_tokens?beta=a+b" {
+		t.Errorf("count_tokens URL %s", got)
+	}
+	if got := an.Exchange(wire.FormatChat).URL("https://u/v1", q); got != "https://u/v1/messages" {
+		t.Errorf("a chat client's query reached the translated endpoint: %s", got)
+	}
+	oa, _ := ForKind(KindOpenAI)
+	if got := oa.Exchange(wire.FormatMessages).URL("https://u/v1", q); got != "https://u/v1/chat/completions" {
+		t.Errorf("openai URL %s", got)
+	}
+	if got := strings.Join(ForwardableQuery(), ","); got != "beta" {
+		t.Errorf("ForwardableQuery = %s", got)
 	}
 }
 
@@ -111,17 +192,18 @@ func TestRequestAndTranslation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	b := NewBody(body, req)
 	oa, _ := ForKind(KindOpenAI)
-	out, err := oa.Exchange(wire.FormatChat).Request(body, req, "gpt-x")
+	out, err := oa.Exchange(wire.FormatChat).Request(&b, "gpt-x")
 	if err != nil || !strings.Contains(string(out), `"model":"gpt-x"`) || !strings.Contains(string(body), `"alias"`) {
 		t.Fatalf("rewrite: %s %v (original %s)", out, err, body)
 	}
-	same, _ := oa.Exchange(wire.FormatChat).Request(body, req, "alias")
+	same, _ := oa.Exchange(wire.FormatChat).Request(&b, "alias")
 	if &same[0] == &body[0] {
 		t.Fatal("an unchanged body must still be copied")
 	}
 	an, _ := ForKind(KindAnthropic)
-	out, err = an.Exchange(wire.FormatChat).Request(body, req, "claude-x")
+	out, err = an.Exchange(wire.FormatChat).Request(&b, "claude-x")
 	if err != nil || !strings.Contains(string(out), `"max_tokens"`) {
 		t.Fatalf("translated: %s %v", out, err)
 	}
@@ -131,7 +213,72 @@ func TestRequestAndTranslation(t *testing.T) {
 	if e := Translation(wire.FormatChat, wire.FormatChat); e == nil || e.Translated() {
 		t.Fatal("chat → chat is the identity")
 	}
-	if Translation(wire.FormatResponses, wire.FormatChat) != nil {
-		t.Fatal("no responses → chat translator exists yet")
+	if e := Translation(wire.FormatResponses, wire.FormatChat); e == nil || !e.Translated() {
+		t.Fatal("responses → chat must be a translation (fusion and pipeline combos)")
+	}
+	if Translation(wire.FormatCountTokens, wire.FormatChat) != nil || Translation(wire.FormatEmbeddings, wire.FormatChat) != nil {
+		t.Fatal("count_tokens and embeddings have no chat translation")
+	}
+}
+
+// A Responses body is parsed once per request: the request, the answer
+// and the stream of an exchange, and a failover to the other kind, read
+// the same translate.ResponsesCall; the answer echoes the request.
+func TestResponsesExchangeParsesOnce(t *testing.T) {
+	body := []byte(`{"model":"m","instructions":"Be brief.","input":"hi","tools":[{"type":"function","name":"read_file","parameters":{"type":"object"}}],"store":false}`)
+	req, err := wire.ParseResponses(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBody(body, req)
+	an, _ := ForKind(KindAnthropic)
+	ex := an.Exchange(wire.FormatResponses)
+	up, err := ex.Request(&b, "claude-x")
+	if err != nil || !strings.Contains(string(up), `"system":"Be brief."`) || !strings.Contains(string(up), `"input_schema"`) {
+		t.Fatalf("anthropic request: %s %v", up, err)
+	}
+	first := b.rs
+	chatOnly, _ := For(KindOpenAI, Options{ResponsesAPI: ResponsesTranslate})
+	up, err = chatOnly.Exchange(wire.FormatResponses).Request(&b, "gpt-x")
+	if err != nil || !strings.Contains(string(up), `"role":"system"`) || b.rs != first {
+		t.Fatalf("chat request: %s %v (parsed again: %v)", up, err, b.rs != first)
+	}
+	answer := []byte(`{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"hello"}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":1}}`)
+	out, err := ex.Response(&b, answer, "claude-x")
+	if err != nil || !strings.Contains(string(out), `"object":"response"`) || !strings.Contains(string(out), `"instructions":"Be brief."`) {
+		t.Fatalf("response: %s %v", out, err)
+	}
+	if ex.Stream(&b, "claude-x") == nil {
+		t.Fatal("a translated Responses exchange streams through a translator")
+	}
+	if ev := ex.Events()(sse.Event{Data: []byte(`{"type":"content_block_delta","delta":{"type":"text_delta","text":"abc"}}`)}); ev.Bytes != 3 {
+		t.Fatalf("the watchdogs read the upstream's (Messages) events: %+v", ev)
+	}
+	// previous_response_id: a 400 naming it for a translation, passed
+	// through to a native Responses API.
+	body = []byte(`{"model":"m","input":"hi","previous_response_id":"resp_1"}`)
+	req, _ = wire.ParseResponses(body)
+	b = NewBody(body, req)
+	_, err = ex.Request(&b, "claude-x")
+	var fe *wire.FieldError
+	if !errors.As(err, &fe) || fe.Field != "previous_response_id" {
+		t.Fatalf("stateless translation: %v", err)
+	}
+	oa, _ := ForKind(KindOpenAI)
+	if out, err := oa.Exchange(wire.FormatResponses).Request(&b, "gpt-x"); err != nil || !strings.Contains(string(out), `"previous_response_id":"resp_1"`) {
+		t.Fatalf("native pass-through: %s %v", out, err)
+	}
+}
+
+// count_tokens for a kind that cannot count is the gateway's estimate.
+func TestCountTokensLocal(t *testing.T) {
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"Say hello to the compatibility suite."}]}`)
+	req, _ := wire.Parse(body)
+	b := NewBody(body, req)
+	oa, _ := ForKind(KindOpenAI)
+	out, err := oa.Exchange(wire.FormatCountTokens).Answer(&b)
+	want, _ := translate.CountTokens(body)
+	if err != nil || string(out) != string(want) {
+		t.Fatalf("estimate %s %v, want %s", out, err, want)
 	}
 }

@@ -53,7 +53,7 @@ func (p *Proxy) Reject(req *Request, e *wire.APIError) *Result {
 func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h http.Header, rb []byte) *Result {
 	if ex.Translated() {
 		var err error
-		if rb, err = ex.Response(rb, cd.Model); err != nil {
+		if rb, err = ex.Response(&x.body, rb, cd.Model); err != nil {
 			// The upstream answered 2xx with a body we cannot read: a
 			// broken answer from this target, not the client's fault.
 			p.recordFailure(ctx, x, cd, 502, nil, nil, fmt.Errorf("translating the upstream answer: %w", err))
@@ -201,10 +201,12 @@ func (p *Proxy) finish(x *state, status int, code string) {
 }
 
 // wrongEndpoint is the 400 of a model none of whose providers serves the
-// client's format.
+// client's format (embeddings or legacy completions on an Anthropic-kind
+// provider).
 func wrongEndpoint(model string, f wire.Format) *wire.APIError {
 	return &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "wrong_endpoint", Param: "model",
-		Message: fmt.Sprintf("model %q has no provider that serves the %s API; the Responses API is passed through to OpenAI-kind providers only", model, f)}
+		Message: fmt.Sprintf("model %q has no provider that serves the %s API; it is served by %s-kind providers only",
+			model, f, strings.Join(provider.KindsServing(f), ", "))}
 }
 
 // cancelled is the answer of a request whose context ended while it

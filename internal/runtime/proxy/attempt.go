@@ -31,14 +31,18 @@ const maxErrorBody = 64 << 10
 // when the caller may fail over: then x.last holds the recorded failure,
 // or x.admissionErr the local admission refusal (x.last unchanged).
 func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body []byte, cd topology.Candidate) *Result {
+	ex := cd.Provider.Adapter.Exchange(x.format)
+	if ex.Local() {
+		return p.answerLocal(x, cd, ex, x.clientBody(body, parsed))
+	}
 	if err := p.adm.Precheck(cd.Provider.ID, cd.Connection.ID); err != nil {
 		p.admissionRefused(x, cd, err)
 		return nil
 	}
-	ex := cd.Provider.Adapter.Exchange(x.format)
-	out, err := ex.Request(body, parsed, cd.Model)
+	out, err := ex.Request(x.clientBody(body, parsed), cd.Model)
 	if err != nil {
-		return p.fail(x, wire.InvalidRequestFor(err, "body"))
+		x.bodyErr = wire.InvalidRequestFor(err, "body")
+		return nil
 	}
 	ticket, err := p.adm.Acquire(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model)
 	if err != nil {
@@ -61,7 +65,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 	t0 := time.Now()
 	var resp *http.Response
 	for try := 0; ; try++ {
-		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ex.URL(cd.Provider.BaseURL), bytes.NewReader(out))
+		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), bytes.NewReader(out))
 		if err != nil {
 			cancel()
 			return p.fail(x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error",
@@ -138,7 +142,7 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 	h := p.upstreamHeaders(x, cd)
 	t0 := time.Now()
 	firstByte := p.up.Timeouts().FirstByte
-	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL), h, out, route, t0.Add(min(budget, firstByte)))
+	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, t0.Add(min(budget, firstByte)))
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
 		if errors.Is(err, upstream.ErrDeadline) && budget <= firstByte {
@@ -209,7 +213,7 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 // the answer is a committed Stream that finalises the request once.
 func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, resp *http.Response, cancel context.CancelFunc, t0 time.Time) *Result {
 	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: t0}
-	if tr := ex.Stream(cd.Model); tr != nil {
+	if tr := ex.Stream(&x.body, cd.Model); tr != nil {
 		a.Translator = tr
 	}
 	s, fail := relay.Prime(ctx, p.relayConfig(x, ex), a)

@@ -9,6 +9,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
@@ -30,6 +31,10 @@ type Request struct {
 	// Forward holds the client headers a provider kind may forward
 	// upstream (the names of provider.Forwardable that the client sent).
 	Forward []wire.Header
+	// Query holds the client query parameters an endpoint may pass on
+	// (the names of provider.ForwardableQuery that the client sent, such
+	// as Claude Code's ?beta=true).
+	Query []wire.Header
 	// Extra are upstream headers an on_request plugin asked for ("" removes
 	// one); never the credential.
 	Extra map[string]string
@@ -284,7 +289,7 @@ func (p *Proxy) dispatchRound(ctx context.Context, x *state, parsed wire.Request
 		}
 		if x.last == before {
 			x.sigOn = false
-			continue // refused by local admission: no upstream answer
+			continue // refused by local admission or untranslatable: no upstream answer
 		}
 		p.comboOutcome(x, cd, false)
 		p.affinityFailed(ctx, x, cd)
@@ -308,7 +313,7 @@ func (p *Proxy) dispatchRound(ctx context.Context, x *state, parsed wire.Request
 			break
 		}
 	}
-	return nil
+	return p.untranslatable(x)
 }
 
 // transientWait decides whether to wait for the earliest of the request's
@@ -386,6 +391,11 @@ type state struct {
 	failedHard map[int]bool
 	// admissionErr is the last local admission refusal.
 	admissionErr *wire.APIError
+	// body is the client body as the provider exchanges read it (parsed
+	// once for every translation); bodyErr the 400 of a body some
+	// candidate's exchange could not translate (endpoints.go).
+	body    provider.Body
+	bodyErr *wire.APIError
 
 	// sreq is the strategy request of each combo on the route; sig the
 	// signals of the running combo attempt.

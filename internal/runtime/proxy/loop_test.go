@@ -289,12 +289,13 @@ func TestOrchestrationCallsTheLoopInProcess(t *testing.T) {
 	}
 }
 
-// The Responses API reaches OpenAI-kind providers only; an Anthropic
-// client reaches an OpenAI-kind provider translated both ways.
+// Every client format reaches every provider kind: a Responses client an
+// Anthropic-kind provider, an Anthropic client an OpenAI-kind provider,
+// translated both ways.
 func TestFormatsReachProviderKindsThroughTheAdapter(t *testing.T) {
 	l := newLoop(t, loopConfig, "")
 	res, body := l.serve(l.request(wire.FormatResponses, `{"model":"claude/c1","input":"x"}`))
-	if res.Status != 400 || errorCode(t, body) != "wrong_endpoint" {
+	if res.Status != 200 || !has(body, `"object":"response"`) || !has(body, `"text":"echo: x"`) {
 		t.Fatalf("responses → anthropic: %d %s", res.Status, body)
 	}
 	res, body = l.serve(l.request(wire.FormatMessages, `{"model":"alpha/m1","max_tokens":20,"messages":[{"role":"user","content":"hi"}]}`))

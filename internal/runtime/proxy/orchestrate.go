@@ -33,7 +33,7 @@ func (p *Proxy) orchestrate(ctx context.Context, x *state, combo *topology.Combo
 		return p.fail(x, &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "wrong_endpoint", Param: "model",
 			Message: fmt.Sprintf("combo %q runs %s over OpenAI Chat Completions, which the %s API does not translate to", combo.Name, combo.Strategy, x.format)})
 	}
-	chatBody, err := ex.Request(x.req.Body, x.req.Parsed, combo.Name)
+	chatBody, err := ex.Request(x.clientBody(x.req.Body, x.req.Parsed), combo.Name)
 	if err != nil {
 		return p.fail(x, wire.InvalidRequestFor(err, "body"))
 	}
@@ -74,7 +74,7 @@ func (p *Proxy) orchestrate(ctx context.Context, x *state, combo *topology.Combo
 	if x.stream {
 		return p.answerAsStream(x, ex, resp)
 	}
-	if resp, err = ex.Response(resp, combo.Name); err != nil {
+	if resp, err = ex.Response(&x.body, resp, combo.Name); err != nil {
 		return p.fail(x, &wire.APIError{Status: 502, Type: "upstream_error", Code: "translate_error", Message: err.Error()})
 	}
 	res := p.answer(x, 200)
@@ -153,7 +153,7 @@ func (p *Proxy) answerAsStream(x *state, ex *provider.Exchange, completion []byt
 		chunk(map[string]any{}, finish, doc.Usage),
 		{Data: []byte("[DONE]")},
 	}
-	if tr := ex.Stream(doc.Model); tr != nil {
+	if tr := ex.Stream(&x.body, doc.Model); tr != nil {
 		var out []sse.Event
 		for _, ev := range events {
 			evs, err := tr.Event(ev)

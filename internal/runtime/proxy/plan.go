@@ -85,7 +85,8 @@ func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 }
 
 // servable keeps the candidates whose provider kind serves the client's
-// format (docs/api.md: Responses reaches OpenAI-kind providers only).
+// format (docs/compatibility.md: embeddings and legacy completions reach
+// OpenAI-kind providers only).
 func servable(cands []topology.Candidate, f wire.Format) []topology.Candidate {
 	for i, cd := range cands {
 		if cd.Provider.Adapter.Exchange(f) == nil {

@@ -18,9 +18,10 @@ import (
 func (s *Server) handleChat(c *fiber.Ctx) error     { return s.serveClient(c, wire.FormatChat) }
 func (s *Server) handleMessages(c *fiber.Ctx) error { return s.serveClient(c, wire.FormatMessages) }
 
-// handleResponses passes OpenAI Responses API calls through to
-// OpenAI-kind providers. A background request is served synchronously,
-// with a warning header.
+// handleResponses serves OpenAI Responses API calls: passed through to
+// OpenAI-kind providers, translated for the others (the provider adapter
+// decides). A background request is served synchronously, with a warning
+// header.
 func (s *Server) handleResponses(c *fiber.Ctx) error { return s.serveClient(c, wire.FormatResponses) }
 
 // serveClient is every client API call: parse the body, run the
@@ -53,6 +54,7 @@ func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
 			req.Forward = append(req.Forward, wire.Header{Name: name, Value: strings.Clone(v)})
 		}
 	}
+	req.Query = forwardQuery(c)
 	return s.render(c, s.proxy.Serve(s.baseCtx, req))
 }
 

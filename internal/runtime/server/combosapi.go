@@ -23,7 +23,7 @@ const apiCombosKey = "combos/api"
 // routes with its routing.
 type view struct {
 	routing   *proxy.Routing
-	models    []byte
+	models    *modelCatalog
 	apiCombos []config.Combo
 }
 

@@ -134,6 +134,7 @@ func New(o Options) (*Server, error) {
 		DisableDefaultContentType: false,
 	})
 	s.routes()
+	s.lingerOversized()
 	return s, nil
 }
 
@@ -167,7 +168,11 @@ func (s *Server) routes() {
 	v1.Post("/chat/completions", s.handleChat)
 	v1.Post("/messages", s.handleMessages)
 	v1.Post("/responses", s.handleResponses)
+	v1.Post("/messages/count_tokens", s.handleCountTokens)
+	v1.Post("/embeddings", s.handleEmbeddings)
+	v1.Post("/completions", s.handleCompletions)
 	v1.Get("/models", s.handleModels)
+	v1.Get("/models/*", s.handleModel)
 	s.app.Post("/api/v1/session-leases", s.clientAuth, s.handleLease)
 
 	s.adminRoutes()
@@ -179,7 +184,7 @@ func (s *Server) App() *fiber.App { return s.app }
 // Serve accepts connections on ln until Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
 	s.log.Info("listening", "addr", ln.Addr().String())
-	if err := s.app.Listener(ln); err != nil {
+	if err := s.app.Listener(s.listener(ln)); err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
 	return nil
@@ -239,6 +244,8 @@ func formatOf(c *fiber.Ctx) wire.Format {
 	switch c.Path() {
 	case "/v1/messages":
 		return wire.FormatMessages
+	case "/v1/messages/count_tokens":
+		return wire.FormatCountTokens
 	case "/v1/responses":
 		return wire.FormatResponses
 	}

@@ -113,9 +113,9 @@ type Topology struct {
 func Build(cfg *config.Config) (*Topology, error) {
 	t := &Topology{providers: map[string]*Provider{}, combos: map[string]*Combo{}}
 	for _, pc := range cfg.Providers {
-		a, ok := provider.ForKind(pc.Kind)
-		if !ok {
-			return nil, fmt.Errorf("providers: %s: unknown kind %q", pc.ID, pc.Kind)
+		a, err := provider.For(pc.Kind, provider.Options{ResponsesAPI: pc.ResponsesAPI})
+		if err != nil {
+			return nil, fmt.Errorf("providers: %s: %w", pc.ID, err)
 		}
 		p := &Provider{
 			ID:      pc.ID,

@@ -21,12 +21,21 @@ const (
 	FormatMessages
 	// FormatResponses is OpenAI Responses (POST /v1/responses).
 	FormatResponses
+	// FormatCountTokens is Anthropic token counting (POST
+	// /v1/messages/count_tokens): a Messages body, answered with
+	// {"input_tokens": N}.
+	FormatCountTokens
+	// FormatEmbeddings is OpenAI embeddings (POST /v1/embeddings).
+	FormatEmbeddings
+	// FormatCompletions is OpenAI legacy completions (POST
+	// /v1/completions).
+	FormatCompletions
 	// NumFormats is the number of formats, for tables indexed by Format.
 	NumFormats
 )
 
-// String returns the format's name: chat_completions, messages or
-// responses.
+// String returns the format's name: chat_completions, messages,
+// responses, count_tokens, embeddings or completions.
 func (f Format) String() string {
 	switch f {
 	case FormatChat:
@@ -35,8 +44,23 @@ func (f Format) String() string {
 		return "messages"
 	case FormatResponses:
 		return "responses"
+	case FormatCountTokens:
+		return "count_tokens"
+	case FormatEmbeddings:
+		return "embeddings"
+	case FormatCompletions:
+		return "completions"
 	}
 	return "unknown"
+}
+
+// Anthropic reports whether f is one of Anthropic's APIs, whose errors
+// have the Anthropic shape.
+func (f Format) Anthropic() bool { return f == FormatMessages || f == FormatCountTokens }
+
+// Streams reports whether a client of f may ask for a stream.
+func (f Format) Streams() bool {
+	return f == FormatChat || f == FormatMessages || f == FormatResponses || f == FormatCompletions
 }
 
 // Header is one HTTP header: a request header forwarded upstream or a
@@ -83,8 +107,8 @@ func CeilSeconds(d time.Duration) int64 {
 }
 
 // Body renders the error in the given wire format: the Anthropic shape
-// {"type": "error", "error": {...}} for FormatMessages, the OpenAI shape
-// {"error": {...}} otherwise.
+// {"type": "error", "error": {...}} for Anthropic's formats (Messages,
+// count_tokens), the OpenAI shape {"error": {...}} otherwise.
 func (e *APIError) Body(f Format) []byte {
 	obj := make(map[string]any, 4+len(e.Extra))
 	for k, v := range e.Extra {
@@ -99,7 +123,7 @@ func (e *APIError) Body(f Format) []byte {
 		obj["param"] = e.Param
 	}
 	var doc any
-	if f == FormatMessages {
+	if f.Anthropic() {
 		doc = map[string]any{"type": "error", "error": obj}
 	} else {
 		doc = map[string]any{"error": obj}

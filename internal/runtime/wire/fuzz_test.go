@@ -30,7 +30,8 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		for _, parse := range []func([]byte) (Request, error){Parse, ParseResponses} {
+		for f := range NumFormats {
+			parse := func(b []byte) (Request, error) { return ParseFor(f, b) }
 			r, err := parse(body)
 			if err != nil {
 				var fe *FieldError

@@ -21,8 +21,10 @@ type Request struct {
 	Stream bool
 	// HasMessages reports a non-empty "messages" array.
 	HasMessages bool
-	// HasInput reports a non-empty "input" (Responses API).
+	// HasInput reports a non-empty "input" (Responses API, embeddings).
 	HasInput bool
+	// HasPrompt reports a non-empty "prompt" (legacy completions).
+	HasPrompt bool
 	// Background reports "background": true (Responses API);
 	// bgStart and bgEnd delimit its raw value.
 	Background     bool
@@ -68,13 +70,40 @@ func ParseResponses(body []byte) (Request, error) {
 	return r, nil
 }
 
-// ParseFor parses a request body of client format f: ParseResponses for
-// the Responses API, Parse otherwise.
+// ParseFor parses a request body of client format f: the Responses API
+// and embeddings need "input", legacy completions "prompt", the others
+// "messages" (Parse). Embeddings and count_tokens answer no stream:
+// "stream": true is a FieldError there.
 func ParseFor(f Format, body []byte) (Request, error) {
-	if f == FormatResponses {
+	switch f {
+	case FormatResponses:
 		return ParseResponses(body)
+	case FormatEmbeddings, FormatCompletions:
+		r, err := scan(body)
+		if err != nil {
+			return r, err
+		}
+		if f == FormatCompletions && !r.HasPrompt {
+			return r, &FieldError{Field: "prompt", Message: "is required"}
+		}
+		if f == FormatEmbeddings && !r.HasInput {
+			return r, &FieldError{Field: "input", Message: "is required"}
+		}
+		return r, streamable(f, r)
 	}
-	return Parse(body)
+	r, err := Parse(body)
+	if err != nil {
+		return r, err
+	}
+	return r, streamable(f, r)
+}
+
+// streamable refuses "stream": true for a format that answers no stream.
+func streamable(f Format, r Request) error {
+	if r.Stream && !f.Streams() {
+		return &FieldError{Field: "stream", Message: fmt.Sprintf("the %s endpoint answers no stream; leave stream unset or false", f)}
+	}
+	return nil
 }
 
 // WithoutBackground returns body with "background": true turned into
@@ -99,12 +128,13 @@ const (
 	keyMessages
 	keyInput
 	keyBackground
+	keyPrompt
 	keyCount
 	keyOther routingKey = -1
 )
 
 // routingKeys are the keys of routingKey, as they must be written.
-var routingKeys = [keyCount]string{"model", "stream", "messages", "input", "background"}
+var routingKeys = [keyCount]string{"model", "stream", "messages", "input", "background", "prompt"}
 
 // classifyKey names the routing key raw (a key's bytes between its quotes)
 // stands for, as any JSON reader would see it: escapes decoded, and case
@@ -256,7 +286,9 @@ func scan(body []byte) (Request, error) {
 			r.Background = b
 			r.bgStart, r.bgEnd = vStart, s.i
 		case keyInput:
-			r.HasInput = len(val) > 0 && !bytes.Equal(val, []byte("null")) && !bytes.Equal(val, []byte(`""`)) && !bytes.Equal(val, []byte("[]"))
+			r.HasInput = nonEmpty(val)
+		case keyPrompt:
+			r.HasPrompt = nonEmpty(val)
 		case keyMessages:
 			r.HasMessages = len(val) > 2 && val[0] == '[' && len(bytes.TrimSpace(val[1:len(val)-1])) > 0
 			if len(val) == 0 || val[0] != '[' {
@@ -268,6 +300,18 @@ func scan(body []byte) (Request, error) {
 		return r, &FieldError{Field: "model", Message: "is required"}
 	}
 	return r, nil
+}
+
+// nonEmpty reports a value that is not null, "" or [] (whitespace inside
+// an empty array included).
+func nonEmpty(val []byte) bool {
+	switch {
+	case len(val) == 0, bytes.Equal(val, []byte("null")), bytes.Equal(val, []byte(`""`)):
+		return false
+	case val[0] == '[':
+		return len(bytes.TrimSpace(val[1:len(val)-1])) > 0
+	}
+	return true
 }
 
 // boolValue reads a JSON boolean; null is false. Anything else (a string

@@ -183,3 +183,41 @@ func TestRoutingKeysMeanOneThing(t *testing.T) {
 		}
 	}
 }
+
+// ParseFor checks each endpoint's required field (Responses and embeddings
+// "input", legacy completions "prompt", the others "messages") and refuses
+// a stream where the endpoint answers none.
+func TestParseForEndpoints(t *testing.T) {
+	cases := []struct {
+		f     Format
+		body  string
+		field string
+	}{
+		{FormatEmbeddings, `{"model":"m","input":["a","b"]}`, ""},
+		{FormatEmbeddings, `{"model":"m","input":[ ]}`, "input"},
+		{FormatEmbeddings, `{"model":"m","input":"a","stream":true}`, "stream"},
+		{FormatCompletions, `{"model":"m","prompt":"hi","stream":true}`, ""},
+		{FormatCompletions, `{"model":"m","prompt":""}`, "prompt"},
+		{FormatCompletions, `{"model":"m","prompt":"a","Prompt":"b"}`, "prompt"},
+		{FormatCountTokens, `{"model":"m","messages":[{"role":"user","content":"x"}]}`, ""},
+		{FormatCountTokens, `{"model":"m","messages":[{"role":"user","content":"x"}],"stream":true}`, "stream"},
+		{FormatCountTokens, `{"model":"m"}`, "messages"},
+		{FormatResponses, `{"model":"m","input":"x","stream":true}`, ""},
+	}
+	for _, tc := range cases {
+		_, err := ParseFor(tc.f, []byte(tc.body))
+		var fe *FieldError
+		switch {
+		case tc.field == "" && err != nil:
+			t.Errorf("%s %s: %v", tc.f, tc.body, err)
+		case tc.field != "" && (!errors.As(err, &fe) || fe.Field != tc.field):
+			t.Errorf("%s %s: %v, want a FieldError on %q", tc.f, tc.body, err, tc.field)
+		}
+	}
+	if !FormatCountTokens.Anthropic() || FormatEmbeddings.Anthropic() || !FormatMessages.Anthropic() {
+		t.Error("count_tokens and messages answer errors in the Anthropic shape, the others in OpenAI's")
+	}
+	if got := (&APIError{Status: 400, Type: "invalid_request_error", Message: "x"}).Body(FormatCountTokens); !bytes.Contains(got, []byte(`"type":"error"`)) {
+		t.Errorf("count_tokens error shape %s", got)
+	}
+}

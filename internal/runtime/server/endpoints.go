@@ -1,0 +1,42 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
+)
+
+// The endpoints beside the three chat formats. Each one goes through the
+// request loop like chat — model resolution, failover, admission,
+// breakers — and the provider adapter decides per kind how it is served
+// (docs/compatibility.md): count_tokens is forwarded to Anthropic-kind
+// providers and estimated by the gateway for others; embeddings and
+// legacy completions reach OpenAI-kind providers only.
+
+func (s *Server) handleCountTokens(c *fiber.Ctx) error {
+	return s.serveClient(c, wire.FormatCountTokens)
+}
+
+func (s *Server) handleEmbeddings(c *fiber.Ctx) error {
+	return s.serveClient(c, wire.FormatEmbeddings)
+}
+
+func (s *Server) handleCompletions(c *fiber.Ctx) error {
+	return s.serveClient(c, wire.FormatCompletions)
+}
+
+// forwardQuery returns the client query parameters some endpoint passes on
+// (provider.ForwardableQuery, e.g. ?beta=true of the Anthropic SDKs' beta
+// clients); the rest of the query string is not sent upstream.
+func forwardQuery(c *fiber.Ctx) []wire.Header {
+	var out []wire.Header
+	for _, name := range provider.ForwardableQuery() {
+		if v := c.Query(name); v != "" {
+			out = append(out, wire.Header{Name: name, Value: strings.Clone(v)})
+		}
+	}
+	return out
+}
