@@ -190,6 +190,7 @@ func New(o Options) (*Proxy, error) {
 		}
 	}
 	p.routing.Store(p.NewRouting(o.Topology))
+	warnWallOptIns(o.Topology, p.log)
 	return p, nil
 }
 
