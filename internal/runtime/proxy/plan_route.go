@@ -2,6 +2,8 @@ package proxy
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
@@ -111,4 +113,30 @@ func breakerHealth(s engine.BreakerState) string {
 		return "open"
 	}
 	return "closed"
+}
+
+// RouteStrategyStats are the counters of one combo's routing plugin
+// strategy: how often the plugin was asked, declined, or failed and left
+// the configured order (strategy.PluginStats).
+type RouteStrategyStats struct {
+	Combo     string `json:"combo"`
+	Plugin    string `json:"plugin"`
+	Calls     uint64 `json:"calls"`
+	Declined  uint64 `json:"declined"`
+	Fallbacks uint64 `json:"fallbacks"`
+}
+
+// RouteStrategies lists the counters of every combo routed by a plugin in
+// the current routing view, sorted by combo, for the admin API and the
+// console.
+func (p *Proxy) RouteStrategies() []RouteStrategyStats {
+	out := []RouteStrategyStats{}
+	for c, r := range p.routing.Load().routes {
+		if pl, ok := r.strat.(*strategy.Plugin); ok {
+			st := pl.Stats()
+			out = append(out, RouteStrategyStats{Combo: c.Name, Plugin: pl.PluginName(), Calls: st.Calls, Declined: st.Declined, Fallbacks: st.Fallbacks})
+		}
+	}
+	slices.SortFunc(out, func(a, b RouteStrategyStats) int { return strings.Compare(a.Combo, b.Combo) })
+	return out
 }
