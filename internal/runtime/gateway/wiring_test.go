@@ -276,4 +276,11 @@ func TestRequestLogShowsTheAttemptTrail(t *testing.T) {
 		second["connection"] != "a2" || second["outcome"] != "success" || second["status"] != float64(200) {
 		t.Fatalf("trail %v", trail)
 	}
+	// The request's id leads to its policy decisions.
+	readBody(t, h.post("/v1/chat/completions", chat("alpha/m1", ""))) // another request, another decision
+	_, dec := h.admin("GET", "/api/policies/decisions?request_id="+r["id"].(string), "")
+	list := dec["decisions"].([]any)
+	if len(list) != 1 || list[0].(map[string]any)["request_id"] != r["id"] || list[0].(map[string]any)["connection"] != "a1" {
+		t.Fatalf("decisions of %v: %v", r["id"], list)
+	}
 }
