@@ -128,14 +128,22 @@ func (r *Result) HeaderValue(name string) string {
 //     keep the candidates whose provider kind serves the client's format.
 //  2. Check a directly addressed provider's breaker and the session lease.
 //  3. For a combo: run an orchestration (fusion, pipeline) in-process, or
-//     order the candidates with the combo's strategy (and compact the
-//     conversation of a context-relay combo that moves).
-//  4. Order by lease and affinity, then dispatch: try the candidates in
-//     order, each attempt admitted locally, classified and recorded once
-//     on failure, until one answers; between rounds wait out short
-//     transient cooldowns (docs/resilience.md §6).
-//  5. Answer: the upstream's answer, a committed stream, or the error
-//     that explains why no target could serve.
+//     order the candidates with the combo's strategy — a routing plugin
+//     for "plugin:<name>" — (and compact the conversation of a
+//     context-relay combo that moves).
+//  4. Order by lease and affinity, targets known to refuse the request's
+//     tool count last, then dispatch: try the candidates in order, each
+//     attempt admitted locally, classified and recorded once on failure
+//     (an empty answer or an error event inside a stream included), until
+//     one answers; between rounds wait out short transient cooldowns
+//     (docs/resilience.md §6).
+//  5. Answer: the upstream's answer, a committed stream, or — after the
+//     emergency fallback, when it is on — the error that explains why no
+//     target could serve (all_targets_cooling_down also logs one warning
+//     line).
+//
+// When the request ends, the request observer gets its record: the
+// attempt trail, the skipped candidates and the timings.
 //
 // A non-streaming result is final when Serve returns: the outcome is
 // recorded, admission released and the access line written. A streaming
