@@ -185,14 +185,8 @@ func TestInStreamErrorBeforeCommitIsClassifiedByItsType(t *testing.T) {
 			if h := l.eng.Health().Providers["claude"]; h.FailureCount != tc.breaker {
 				t.Fatalf("breaker failure count %d, want %d", h.FailureCount, tc.breaker)
 			}
-			cooled := false
-			for _, c := range l.eng.Cooldowns("claude") {
-				if c.Connection == "k1" && c.RateLimitedUntil.After(l.clock.Now()) {
-					cooled = true
-				}
-			}
-			if cooled != tc.cooled {
-				t.Fatalf("k1 cooled = %v, want %v", cooled, tc.cooled)
+			if cooled := l.cooling("claude", "k1"); cooled != tc.cooled {
+				t.Fatalf("k1 cooling = %v, want %v", cooled, tc.cooled)
 			}
 		})
 	}
@@ -261,10 +255,8 @@ func TestEmptyAnswerFailsOverBeforeAnswering(t *testing.T) {
 	if h := l.eng.Health().Providers["alpha"]; h.FailureCount != 0 {
 		t.Fatalf("breaker counted an empty answer: %+v", h)
 	}
-	for _, c := range l.eng.Cooldowns("alpha") {
-		if c.Connection == "a1" && c.RateLimitedUntil.After(l.clock.Now()) {
-			t.Fatalf("an empty answer cooled a1: %+v", c)
-		}
+	if l.cooling("alpha", "a1") {
+		t.Fatal("an empty answer cooled a1")
 	}
 	// When every target answers empty the client is told so: 502
 	// empty_response, never an empty 200.
@@ -309,4 +301,14 @@ func TestEmptyStreamAfterCommitIsRecordedNotASuccess(t *testing.T) {
 	if got := l.counter("breakwater_requests_total", map[string]string{"code": string(engine.ReasonEmptyResponse)}); got != 1 {
 		t.Fatalf("requests_total{code=empty_response} = %v", got)
 	}
+}
+
+// cooling reports whether a connection is cooling now.
+func (l *loop) cooling(provider, connection string) bool {
+	for _, c := range l.eng.Cooldowns(provider) {
+		if c.Connection == connection && c.RateLimitedUntil.After(l.clock.Now()) {
+			return true
+		}
+	}
+	return false
 }
