@@ -16,7 +16,7 @@ func (p *Proxy) observeRequest(x *state, r Route, status int, code string, total
 	rec := reqlog.Record{
 		ID: x.req.ID, Endpoint: x.format.String(), Model: x.req.Parsed.Model, Stream: x.stream,
 		Provider: r.Provider, Connection: r.Connection, Served: r.Model,
-		Status: status, Code: code, Attempts: r.Attempts, Trail: x.trail, Skipped: x.skipped(),
+		Status: status, Code: code, Attempts: r.Attempts, Trail: x.trail, Skipped: x.skipped(p.clock.Now()),
 		Fallback:      x.fallback,
 		RoutePlugin:   x.routed.plugin,
 		RouteRule:     x.routed.rule,
@@ -32,15 +32,14 @@ func (p *Proxy) observeRequest(x *state, r Route, status int, code string, total
 	p.observe(rec)
 }
 
-// skipped lists the candidates the request's last round passed over, and
-// those a routing plugin excluded, for the request log; the first entries
-// live in the state.
-func (x *state) skipped() []reqlog.Skip {
+// skipped lists the candidates the request's last round passed over, with
+// the seconds their exclusion had left at now, and those a routing plugin
+// excluded, for the request log; the first entries live in the state.
+func (x *state) skipped(now time.Time) []reqlog.Skip {
 	if len(x.excluded) == 0 && len(x.routed.excluded) == 0 {
 		return nil
 	}
 	out := x.skipBuf[:0]
-	now := time.Now()
 	for _, e := range x.excluded {
 		s := reqlog.Skip{Provider: e.Provider, Connection: e.Connection, Model: e.Model, Reason: e.Reason, Detail: e.detail}
 		if !e.until.IsZero() {

@@ -152,7 +152,8 @@ rules:
 	if res.Status != 200 || res.HeaderValue(proxy.FallbackHeader) != "emergency" || res.Route.Connection != "b1" || !has(body, "echo:") {
 		t.Fatalf("flag on: %d %v %s", res.Status, res.Header, body)
 	}
-	if r := rec.last(t); r.Fallback != "emergency" || len(r.Trail) != 1 || r.Trail[0].Connection != "b1" || len(r.Skipped) != 3 {
+	if r := rec.last(t); r.Fallback != "emergency" || len(r.Trail) != 1 || r.Trail[0].Connection != "b1" || len(r.Skipped) != 3 ||
+		r.Skipped[0].Reason != engine.ExclusionConnectionCooldown || r.Skipped[0].SecondsLeft != 120 {
 		t.Fatalf("request log: %+v", r)
 	}
 	if got := l.counter("breakwater_emergency_fallback_total", map[string]string{"outcome": "served"}); got != 1 {
