@@ -406,8 +406,8 @@ type state struct {
 	// trail lists the request's attempts for the request log; trailBuf
 	// backs its first entries.
 	trail    []reqlog.Attempt
-	trailBuf [4]reqlog.Attempt
-	skipBuf  [4]reqlog.Skip
+	trailBuf [2]reqlog.Attempt
+	skipBuf  [2]reqlog.Skip
 	// combo is the combo the request addressed (nil for none).
 	combo *comboRoute
 	// routed describes how a plugin strategy routed the request: its rule
