@@ -14,9 +14,8 @@ import (
 // here and the steps that need it run.
 const (
 	// attemptTrailWired: the attempt loop reports each request with its
-	// attempts (server.RecordRequest); until then the request log only has
-	// the attempt count.
-	attemptTrailWired = false
+	// attempts (proxy.Options.RequestObserver feeds the request log).
+	attemptTrailWired = true
 )
 
 const adminToken = "e2e-admin-token-5f0c2a9d8b7e41aa"
@@ -356,7 +355,18 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	})
 
 	step(t, b, g, "policies: operator rule, explain, reload plugins", func(t *testing.T) {
-		b.page("policies", has("#rules")+" && "+has(`[data-plugin="acme-quota"]`))
+		b.page("policies", has("#rules")+" && "+has(`[data-plugin="acme-quota"]`)+" && "+has(`#decision-log [data-field=recorded]`))
+		// The decision log's status and its latest decisions, each with the
+		// request it judged (the failed-over request's 503 among them).
+		if got := b.text(`#decision-log [data-field=recorded]`); !strings.Contains(got, "recorded") {
+			t.Fatalf("decision log status shows %q", got)
+		}
+		if got := b.text("#policy-decisions"); !strings.Contains(got, "down/d1key") {
+			t.Fatalf("decision log card shows %q, want the down/d1key decision", got)
+		}
+		if got := b.text("#plugins"); !strings.Contains(strings.ToLower(got), "routing plugins") {
+			t.Fatalf("the plugins card lacks the routing plugins: %q", got)
+		}
 		b.expect("PUT /api/policies/operator-rules")
 		b.set("#rules", `[{"provider": "alpha", "status": 418, "reason": "bogus", "scope": "connection"}]`)
 		b.click("#rules-save")
@@ -432,6 +442,12 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		first, second := b.text(`#attempts li[data-attempt="1"]`), b.text(`#attempts li[data-attempt="2"]`)
 		if !strings.Contains(first, "down/d1key") || !strings.Contains(second, "alpha/") || !strings.Contains(second, "success") {
 			t.Fatalf("attempts: %q, %q: want down failing then alpha succeeding", first, second)
+		}
+		// The request's policy decisions: the decision log's entry for the
+		// failed attempt, found by the request's id.
+		b.wait("the request's decisions", "document.querySelectorAll('#decisions li').length === 1", 3*time.Second)
+		if got := b.text("#decisions"); !strings.Contains(got, "down/d1key") || !strings.Contains(got, "503") {
+			t.Fatalf("decisions of the request: %q, want down/d1key's 503", got)
 		}
 	})
 

@@ -435,6 +435,21 @@ func (b *Breakers) Peek(provider string) BreakerSnapshot {
 	return s
 }
 
+// State returns the lazily recovered state of provider's breaker without
+// claiming a probe; CLOSED when it has none. It allocates nothing when the
+// state does not change.
+func (b *Breakers) State(provider string) BreakerState {
+	br, fn := b.lookup(provider)
+	if br == nil {
+		return StateClosed
+	}
+	br.mu.Lock()
+	change := br.recover(b.clock.Now())
+	st := br.state
+	br.finish(provider, change, fn)
+	return st
+}
+
 // Snapshots returns the lazily recovered snapshot of every breaker, keyed by
 // provider.
 func (b *Breakers) Snapshots() map[string]BreakerSnapshot {

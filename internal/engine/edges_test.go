@@ -549,9 +549,79 @@ func TestModelQuotaWait(t *testing.T) {
 		{"default classification", func() Outcome { o := rule; o.RuleSource = DefaultRuleSource; return o }(), 0, false},
 		{"not a quota", func() Outcome { o := rule; o.Reason = ReasonNotFound; return o }(), 0, false},
 		{"no model", func() Outcome { o := rule; o.Model = ""; return o }(), 0, false},
+		{"typed body delay when nothing else", func() Outcome {
+			o := rule
+			o.CooldownHint, o.RetryHint, o.BodyRetryHint, o.BodyRetryHintTyped = 0, 0, 86399*time.Second, true
+			return o
+		}(), 86399 * time.Second, true},
+		{"a prose body delay does not count", func() Outcome {
+			o := rule
+			o.CooldownHint, o.RetryHint, o.BodyRetryHint = 0, 0, 86399*time.Second
+			return o
+		}(), 0, false},
 	} {
 		if got, ok := ModelQuotaWait(tt.o); got != tt.want || ok != tt.ok {
 			t.Errorf("%s: ModelQuotaWait = %v %v, want %v %v", tt.name, got, ok, tt.want, tt.ok)
 		}
+	}
+}
+
+// ModelQuotaLockout is the one rule of a model-scoped quota: the wait
+// beyond the connection's pacing bound (request_queue.max_wait_ms, 30 s,
+// or the connection's max_wait override) becomes a lockout capped at
+// 24 h, and RecordFailure applies exactly what it says.
+func TestModelQuotaLockoutIsTheRecordedRule(t *testing.T) {
+	te := newTestEngine(t, DefaultSettings())
+	o := geminiDaily("key-a", "gemini-2.5-flash")
+	o.CooldownHint, o.RetryHint, o.BodyRetryHint, o.BodyRetryHintTyped = 0, 0, 86399*time.Second, true
+	if d, ok := te.ModelQuotaLockout(o); !ok || d != 86399*time.Second {
+		t.Fatalf("typed 86399 s: %v %v, want a lockout of 86399 s", d, ok)
+	}
+	te.fail(t, o)
+	wantExcluded(t, te, "openai", "key-a", "gemini-2.5-flash", ExclusionModelLockout, te.clock.Now().Add(86399*time.Second))
+	if _, cooled := te.cooldowns.get("openai", "key-a"); cooled {
+		t.Fatal("the model lockout cooled the connection")
+	}
+	o.BodyRetryHint = 30 * time.Second // at the bound: pacing
+	if d, ok := te.ModelQuotaLockout(o); ok {
+		t.Fatalf("30 s is within the 30 s pacing bound, got a lockout of %v", d)
+	}
+	o.BodyRetryHint = 3 * 24 * time.Hour
+	if d, ok := te.ModelQuotaLockout(o); !ok || d != 24*time.Hour {
+		t.Fatalf("3 days: %v %v, want the 24 h cap", d, ok)
+	}
+	o.Provider = "unknown" // an unconfigured provider has the settings' bound
+	if d, ok := te.ModelQuotaLockout(o); !ok || d != 24*time.Hour {
+		t.Fatalf("unknown provider: %v %v", d, ok)
+	}
+}
+
+// BreakerState reads the state lazily: CLOSED for an unknown provider,
+// DEGRADED at the degradation threshold, OPEN at the failure threshold,
+// HALF_OPEN once the reset timeout passed (no probe claimed).
+func TestBreakerStateAccessor(t *testing.T) {
+	te := newTestEngine(t, DefaultSettings())
+	if st := te.BreakerState("openai"); st != StateClosed {
+		t.Fatalf("fresh: %s", st)
+	}
+	fail := Outcome{Provider: "openai", Connection: "key-a", Model: "gpt-4o", Status: 503, Reason: ReasonServerError, Retryable: true}
+	for range 7 {
+		te.fail(t, fail)
+	}
+	if st := te.BreakerState("openai"); st != StateDegraded {
+		t.Fatalf("after 7 apikey failures: %s, want DEGRADED", st)
+	}
+	for range 5 {
+		te.fail(t, fail)
+	}
+	if st := te.BreakerState("openai"); st != StateOpen {
+		t.Fatalf("after 12 apikey failures: %s, want OPEN", st)
+	}
+	te.clock.Advance(30 * time.Second)
+	if st := te.BreakerState("openai"); st != StateHalfOpen {
+		t.Fatalf("after the 30 s reset: %s, want HALF_OPEN", st)
+	}
+	if _, excluded := te.Check("openai", "key-b", "gpt-4o"); excluded {
+		t.Fatal("BreakerState claimed the probe")
 	}
 }

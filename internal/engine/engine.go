@@ -651,13 +651,13 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 	errs = append(errs, e.learnToolLimit(ctx, o))
 
 	pol := newLockoutPolicy(s.ModelLockout)
-	switch wait, quota := ModelQuotaWait(o); {
-	case quota && wait > e.pacingBound(ps, o.Connection, s):
+	switch lock, quota := e.modelQuotaLockout(ps, o, s); {
+	case quota:
 		// A long wait scoped to one model: a model lockout on that model
 		// (or its quota family) for that connection, whatever
 		// model_lockout.enabled says, capped at 24 h; the connection
 		// is not cooled (affectsConnection) and other models flow.
-		o.CooldownHint = min(wait, MaxModelQuotaLockout)
+		o.CooldownHint = lock
 		pol.max = max(pol.max, MaxModelQuotaLockout)
 		key, family := modelQuotaKey(o, ps.families)
 		errs = append(errs, e.lockModel(ctx, o, key, family, pol, now))
@@ -681,6 +681,34 @@ func (e *Engine) lockModel(ctx context.Context, o Outcome, key, family string, p
 		fn(o.Provider, o.Connection, key, string(o.Reason), d)
 	}
 	return err
+}
+
+// ModelQuotaLockout reports whether RecordFailure makes failure o a model
+// lockout of a model-scoped quota (docs/resilience.md §2/§3/§7,
+// amendments), and for how long: a quota or rate limit a rule scoped to
+// one model (ModelQuotaWait) whose wait exceeds the connection's pacing
+// bound (its rate_limit_overrides.max_wait_ms, else
+// request_queue.max_wait_ms), capped at 24 h. This is the one rule: the
+// request path asks it before pacing the connection's limiter with the
+// body's retry hint, and paces only when it says no — a model lockout
+// never pauses the limiter, a shorter wait paces it. It is read-only and
+// allocates nothing.
+func (e *Engine) ModelQuotaLockout(o Outcome) (time.Duration, bool) {
+	ps := e.lookupProvider(o.Provider)
+	if ps == nil {
+		ps = &providerState{}
+	}
+	return e.modelQuotaLockout(ps, o, e.settings.Load())
+}
+
+// modelQuotaLockout is ModelQuotaLockout for provider state ps under
+// settings s.
+func (e *Engine) modelQuotaLockout(ps *providerState, o Outcome, s *Settings) (time.Duration, bool) {
+	wait, quota := ModelQuotaWait(o)
+	if !quota || wait <= e.pacingBound(ps, o.Connection, s) {
+		return 0, false
+	}
+	return min(wait, MaxModelQuotaLockout), true
 }
 
 // pacingBound is the longest wait that is pacing rather than a lockout on

@@ -42,6 +42,14 @@ func (g *WindowGate) config(provider string) WindowGateConfig {
 	return DefaultWindowGateConfig(ProfileAPIKey).Normalize()
 }
 
+// BreakerState returns the state of provider's breaker (lazy recovery
+// applied, no probe claimed): CLOSED, DEGRADED, HALF_OPEN or OPEN; CLOSED
+// for a provider without one. Routing plugins see it as a candidate's
+// health. It allocates nothing.
+func (e *Engine) BreakerState(provider string) BreakerState {
+	return e.breakers.State(provider)
+}
+
 // BreakerSnapshot returns provider's breaker as Health reads it (lazy
 // recovery applied), with its exact deadlines: RetryAt for an OPEN breaker,
 // OpenedAt, LastFailureAt and the last transitions.

@@ -143,12 +143,10 @@ const MaxModelQuotaLockout = 24 * time.Hour
 // ModelQuotaWait reports whether o is a quota or rate limit that a rule
 // scoped to one model (a Gemini QuotaFailure naming the model, a
 // per-model rate-limit header, a provider rule) and the wait it states:
-// the rule's cooldown, else the upstream retry hint. A wait longer than
-// the connection's pacing bound becomes a model lockout
-// (Engine.RecordFailure); a shorter one is pacing, left to admission. The
-// request path hands the same wait to admission.Pace as a typed,
-// model-scoped hint, so that a long one never pauses the connection's
-// limiter. It is a pure function.
+// the rule's cooldown, else the upstream retry hint, else the body's typed
+// google.rpc.RetryInfo delay (Outcome.BodyRetryHint; a prose hint in the
+// body does not count). It is a pure function; Engine.ModelQuotaLockout
+// applies the connection's pacing bound to the wait.
 func ModelQuotaWait(o Outcome) (time.Duration, bool) {
 	if o.Success || o.Model == "" || o.Scope != ScopeModel || !explicitScope(o) {
 		return 0, false
@@ -161,6 +159,9 @@ func ModelQuotaWait(o Outcome) (time.Duration, bool) {
 	w := o.CooldownHint
 	if w <= 0 {
 		w = o.RetryHint
+	}
+	if w <= 0 && o.BodyRetryHintTyped {
+		w = o.BodyRetryHint
 	}
 	return w, w > 0
 }

@@ -20,9 +20,10 @@
 // Local errors are not upstream health (docs/architecture.md, principle 5). Every error
 // this package returns — *Error values and wrapped context errors — is local:
 // the package never calls the engine's failure recording (breakers,
-// cooldowns, lockouts) and callers must never feed its errors to it. The only
-// bridge to upstream health is PaceDecision.Lockout, which the caller records
-// as a model lockout because an upstream asked for it.
+// cooldowns, lockouts) and callers must never feed its errors to it. An
+// upstream's own wait reaches it the other way: Pace paces or pauses a
+// connection's limiter with a body retry hint, unless the engine made the
+// wait a model lockout (engine.Engine.ModelQuotaLockout).
 //
 // Like the rest of the engine the package is pure Go: it imports no HTTP
 // framework, policy engine, WASM runtime or database driver and starts no

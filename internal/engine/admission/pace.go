@@ -19,14 +19,10 @@ type Hint struct {
 	// Typed marks a typed google.rpc.RetryInfo retryDelay, as opposed to
 	// prose ("retry after 12s") or any other untyped delay.
 	Typed bool
-	// ModelScoped marks a limiter whose quota is per model (the caller
-	// knows it from the provider), so a long typed wait can become a model
-	// lockout instead of pausing the whole connection.
-	ModelScoped bool
 }
 
-// PaceDecision is what Pace did with a hint. At most one of Paced, Paused
-// and Lockout > 0 is set; all zero means the hint changed nothing.
+// PaceDecision is what Pace did with a hint. At most one of Paced and
+// Paused is set; neither means the hint changed nothing.
 type PaceDecision struct {
 	// Paced: the wait fit max_wait_ms; the limiter's reservoir is drained
 	// until Until and queued requests dispatch when it refills.
@@ -37,41 +33,32 @@ type PaceDecision struct {
 	Paused bool
 	// Until is when the pace or pause ends.
 	Until time.Time
-	// Lockout > 0: a long typed wait on a model-scoped limiter. The
-	// limiter is not paused; the caller records a model lockout on this
-	// connection for this long (already capped at MaxLockout, 24 h).
-	Lockout time.Duration
 }
 
 // Pace applies an upstream body retry hint for model on provider/connection
-// (docs/resilience.md §7, pacing versus lockout):
-//
-//   - hint.Wait ≤ the connection's max_wait_ms: pacing (Paced);
-//   - longer, Typed and ModelScoped: Lockout = min(Wait, 24 h), no pause;
-//   - longer otherwise (prose, untyped, connection-wide): Paused.
+// (docs/resilience.md §7, pacing versus pausing): a wait within the
+// connection's max_wait_ms paces the limiter (Paced), a longer one pauses
+// it (Paused). A long wait scoped to one model is not paced at all: it is
+// a model lockout, which the engine decides and records
+// (engine.Engine.ModelQuotaLockout); the caller asks it first and calls
+// Pace only when it says no.
 //
 // Pacing and pausing act on the connection's limiter, so they happen only
-// for a Protected connection; for others only the Lockout outcome is
-// returned. A pause never shortens a longer one. Pace never records
-// anything in the engine: the caller records the lockout.
+// for a Protected connection; for others Pace does nothing. A pause never
+// shortens a longer one. Pace never records anything in the engine.
 func (m *Manager) Pace(provider, connection, model string, hint Hint) PaceDecision {
 	if hint.Wait <= 0 {
 		return PaceDecision{}
 	}
 	c := m.lookup(provider, connection)
-	var cfg *connConfig
-	maxWait := DefaultMaxWait
-	if c != nil {
-		cfg = c.cfg.Load()
-		maxWait = cfg.budgets.MaxWait
-	}
-	paced := hint.Wait <= maxWait
-	if !paced && hint.Typed && hint.ModelScoped {
-		return PaceDecision{Lockout: min(hint.Wait, MaxLockout)}
-	}
-	if cfg == nil || !cfg.protected {
+	if c == nil {
 		return PaceDecision{}
 	}
+	cfg := c.cfg.Load()
+	if !cfg.protected {
+		return PaceDecision{}
+	}
+	paced := hint.Wait <= cfg.budgets.MaxWait
 	c.mu.Lock()
 	until := m.clock.Now().Add(hint.Wait)
 	c.lim.pause(until, &cfg.limiter)
@@ -89,8 +76,8 @@ func (m *Manager) Pace(provider, connection, model string, hint Hint) PaceDecisi
 // "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "86399s"},
 // anywhere in the JSON) gives a Typed hint; otherwise prose such as "retry
 // after 12s" or "try again in 1.5s" (engine.ParseResetText) gives an
-// untyped one. Waits are capped at engine.MaxRetryHint. ModelScoped is left
-// false for the caller to set. It is a pure function.
+// untyped one. Waits are capped at engine.MaxRetryHint. It is a pure
+// function.
 func ParseBodyRetryHint(body string) (Hint, bool) {
 	if d, ok := typedRetryDelay(body); ok {
 		return Hint{Wait: d, Typed: true}, true

@@ -61,24 +61,21 @@ func TestPaceDecisions(t *testing.T) {
 		hint   Hint
 		paced  bool
 		paused bool
-		lock   time.Duration
 	}{
-		{"typed within budget paces", apikey("p", "c"), Hint{Wait: 5 * time.Second, Typed: true, ModelScoped: true}, true, false, 0},
-		{"prose within budget paces", apikey("p", "c"), Hint{Wait: 12 * time.Second}, true, false, 0},
-		{"exactly max_wait paces", apikey("p", "c"), Hint{Wait: 30 * time.Second}, true, false, 0},
-		{"long typed model-scoped → lockout", apikey("p", "c"), Hint{Wait: long, Typed: true, ModelScoped: true}, false, false, long},
-		{"lockout capped at 24 h", apikey("p", "c"), Hint{Wait: 72 * time.Hour, Typed: true, ModelScoped: true}, false, false, 24 * time.Hour},
-		{"long typed connection-wide pauses", apikey("p", "c"), Hint{Wait: long, Typed: true}, false, true, 0},
-		{"long prose model-scoped pauses", apikey("p", "c"), Hint{Wait: long, ModelScoped: true}, false, true, 0},
-		{"no wait does nothing", apikey("p", "c"), Hint{Typed: true, ModelScoped: true}, false, false, 0},
-		{"unprotected: no limiter to pace", oauth("p", "c"), Hint{Wait: 5 * time.Second}, false, false, 0},
-		{"unprotected: lockout still", oauth("p", "c"), Hint{Wait: long, Typed: true, ModelScoped: true}, false, false, long},
+		{"typed within budget paces", apikey("p", "c"), Hint{Wait: 5 * time.Second, Typed: true}, true, false},
+		{"prose within budget paces", apikey("p", "c"), Hint{Wait: 12 * time.Second}, true, false},
+		{"exactly max_wait paces", apikey("p", "c"), Hint{Wait: 30 * time.Second}, true, false},
+		{"long typed pauses", apikey("p", "c"), Hint{Wait: long, Typed: true}, false, true},
+		{"long prose pauses", apikey("p", "c"), Hint{Wait: long}, false, true},
+		{"no wait does nothing", apikey("p", "c"), Hint{Typed: true}, false, false},
+		{"unprotected: no limiter to pace", oauth("p", "c"), Hint{Wait: 5 * time.Second}, false, false},
+		{"unprotected: no limiter to pause", oauth("p", "c"), Hint{Wait: long, Typed: true}, false, false},
 	}
 	for _, tt := range tests {
 		m, _ := newManager(DefaultSettings(), tt.spec)
 		d := m.Pace("p", "c", "gemini-2.5-pro", tt.hint)
-		if d.Paced != tt.paced || d.Paused != tt.paused || d.Lockout != tt.lock {
-			t.Errorf("%s: Pace = %+v, want paced %v paused %v lockout %v", tt.name, d, tt.paced, tt.paused, tt.lock)
+		if d.Paced != tt.paced || d.Paused != tt.paused {
+			t.Errorf("%s: Pace = %+v, want paced %v paused %v", tt.name, d, tt.paced, tt.paused)
 		}
 		if (d.Paced || d.Paused) != !d.Until.IsZero() || (d.Paced || d.Paused) && !d.Until.Equal(t0.Add(tt.hint.Wait)) {
 			t.Errorf("%s: Until = %v", tt.name, d.Until)
@@ -125,25 +122,6 @@ func TestPacingDrainsReservoir(t *testing.T) {
 		ra.tk.Release()
 		rb.tk.Release()
 	})
-}
-
-// TestLockoutDoesNotPause: a long typed hint on a model-scoped limiter
-// leaves the limiter running.
-func TestLockoutDoesNotPause(t *testing.T) {
-	m, _ := newManager(DefaultSettings(), apikey("p", "c"))
-	hint, ok := ParseBodyRetryHint(geminiDaily)
-	if !ok {
-		t.Fatal("no hint in the Gemini body")
-	}
-	hint.ModelScoped = true
-	if d := m.Pace("p", "c", "gemini-2.5-pro", hint); d.Lockout != 86399*time.Second || d.Paused || d.Paced {
-		t.Fatalf("Pace = %+v, want a 86399 s lockout", d)
-	}
-	tk, err := m.Acquire(context.Background(), "p", "c", "gemini-2.5-flash")
-	if err != nil {
-		t.Fatalf("limiter paused by a lockout hint: %v", err)
-	}
-	tk.Release()
 }
 
 // TestPauseRejectsAtOnce: a kept pause rejects, without waiting, every
@@ -230,7 +208,7 @@ func FuzzParseBodyRetryHint(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body string) {
 		h, ok := ParseBodyRetryHint(body)
-		if h.Wait < 0 || h.Wait > engine.MaxRetryHint || (!ok && h != (Hint{})) || (h.Typed && !strings.Contains(body, "RetryInfo")) || h.ModelScoped {
+		if h.Wait < 0 || h.Wait > engine.MaxRetryHint || (!ok && h != (Hint{})) || (h.Typed && !strings.Contains(body, "RetryInfo")) {
 			t.Fatalf("ParseBodyRetryHint(%q) = %+v, %v", body, h, ok)
 		}
 	})

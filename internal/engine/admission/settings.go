@@ -22,8 +22,6 @@ const (
 	// DefaultQuotaShareWait is how long a request waits for a quota-share
 	// slot before it proceeds without one (fails open).
 	DefaultQuotaShareWait = time.Second
-	// MaxLockout caps the model lockout a long typed retry hint becomes.
-	MaxLockout = 24 * time.Hour
 )
 
 // LimiterConfig is the request-queue limiter of one connection.

@@ -23,13 +23,19 @@
 //		// same Response and execute the Decision it returns
 //	}
 //
-// The reset flow, performed by the caller against the connection's base URL:
+// The reset flow, performed by the caller against the connection's base
+// URL, authenticated with the connection's OAuth access token
+// (Authorization: Bearer, anthropic-beta: BearerBeta):
 //
-//	GET  {base}UsageProbePath()         → u, err := ParseUsage(status, body)
+//	GET  {base}UsageProbePath()         → u, err := ParseUsage(status, header, body)
 //	err != nil                          → OnResetResult(..., ResetOutcome{Err: err})
 //	!u.Claimable()                      → OnResetResult(..., u.Outcome())
-//	POST {base}ResetPath(cfg.OrgUUID) with ResetBody()
+//	org, ok := u.ResetOrg(cfg)          → !ok: OnResetResult(..., ResetOutcome{Err: ...})
+//	POST {base}ResetPath(org) with ResetBody()
 //	                                    → OnResetResult(..., ParseResetResponse(status, body))
+//
+// The organization is the configured organization_uuid, else the one the
+// probe's answer names in its anthropic-organization-id header.
 //
 // Order (§2b): at a wall the reset flow is tried first when auto_limit_reset
 // is on and allowed (CanTryReset); the lane is offered when the reset is off,

@@ -2,6 +2,7 @@ package usagewall_test
 
 import (
 	"bytes"
+	"errors"
 	"io"
 	"net/http"
 	"strings"
@@ -120,15 +121,19 @@ func (d *driver) request() (int, []string) {
 }
 
 func (d *driver) resetFlow() usagewall.ResetOutcome {
-	status, _, body := d.do(http.MethodGet, usagewall.UsageProbePath(), nil, nil)
-	u, err := usagewall.ParseUsage(status, body)
+	status, h, body := d.do(http.MethodGet, usagewall.UsageProbePath(), nil, nil)
+	u, err := usagewall.ParseUsage(status, h, body)
 	if err != nil {
 		return usagewall.ResetOutcome{Err: err}
 	}
 	if !u.Claimable() {
 		return u.Outcome()
 	}
-	status, _, body = d.do(http.MethodPost, usagewall.ResetPath(d.cfg.OrgUUID), nil, usagewall.ResetBody())
+	org, ok := u.ResetOrg(d.cfg)
+	if !ok {
+		return usagewall.ResetOutcome{Err: errors.New("no organization")}
+	}
+	status, _, body = d.do(http.MethodPost, usagewall.ResetPath(org), nil, usagewall.ResetBody())
 	return usagewall.ParseResetResponse(status, body)
 }
 
@@ -207,6 +212,47 @@ rules:
 		}
 		if h := d.wall.RequestHeaders("claude-1", d.cfg); h != nil {
 			t.Fatalf("slow header after a reset: %v", h)
+		}
+	})
+	t.Run("no organization configured: the probe's header names it", func(t *testing.T) {
+		d := newDriver(t, usagewall.Config{LowPriorityMode: true, AutoLimitReset: true}, `
+rules:
+  - path: /v1/messages
+    responses:`+wallStep+`
+      - {status: 200}
+  - path: /api/oauth/usage
+    responses: [{organization_id: org-from-probe}]
+  - path: /api/organizations/org-from-probe/reset_rate_limits
+    responses: [{result: reset}]
+  - path: /api/organizations/*/reset_rate_limits
+    responses: [{status: 404}]
+`)
+		status, trace := d.request()
+		check(t, status, trace, 200, "try_reset retry")
+		if st := d.srv.Stats(); st.UsageProbes != 1 || st.ResetClaims != 1 {
+			t.Fatalf("stats = %+v", st)
+		}
+		if s := d.wall.State("claude-1"); s.LastResetResult != usagewall.ResultReset {
+			t.Fatalf("state = %+v, want a reset claimed for the probe's organization", s)
+		}
+	})
+	t.Run("no organization anywhere: the flow fails, then the lane", func(t *testing.T) {
+		d := newDriver(t, usagewall.Config{LowPriorityMode: true, AutoLimitReset: true}, `
+rules:
+  - header: anthropic-usage-limit=slow
+    responses: [{status: 200, headers: {anthropic-ratelimit-unified-slow-status: active}}]
+  - path: /v1/messages
+    responses:`+wallStep+`
+  - path: /api/oauth/usage
+    responses: [{organization_id: ""}]
+`)
+		status, trace := d.request()
+		check(t, status, trace, 200, "try_reset retry")
+		if st := d.srv.Stats(); st.ResetClaims != 0 {
+			t.Fatalf("a claim without an organization: %+v", st)
+		}
+		if s := d.wall.State("claude-1"); s.LastResetResult != usagewall.ResetFailed || !s.LaneActive {
+			t.Fatalf("state = %+v, want a failed reset and the lane", s)
 		}
 	})
 	t.Run("already used: remembered, then the lane", func(t *testing.T) {

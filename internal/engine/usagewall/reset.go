@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,8 +34,24 @@ func ResetPath(org string) string {
 // {"program":"juniper_tide"} (a fresh slice on every call).
 func ResetBody() []byte { return []byte(`{"program":"` + ResetProgram + `"}`) }
 
-// Usage is the juniper_tide block of the usage probe.
+// OrganizationHeader is the response header in which Anthropic's API
+// names the organization the API key or access token of the request
+// belongs to (documented with the API's response headers). The usage
+// probe's answer carries it like every answer of the API.
+const OrganizationHeader = "anthropic-organization-id"
+
+// BearerBeta is the anthropic-beta value that lets an OAuth access token
+// (a Claude subscription's) authenticate with Authorization: Bearer on
+// the API, the usage probe included.
+const BearerBeta = "oauth-2025-04-20"
+
+// Usage is the juniper_tide block of the usage probe, and the
+// organization the probe's answer names.
 type Usage struct {
+	// OrganizationID is the organization of the connection, from the
+	// answer's OrganizationHeader, else from the body (see ParseUsage);
+	// "" when neither names one.
+	OrganizationID string
 	// Arm is the experiment arm; ArmReset offers the reset.
 	Arm string
 	// Available reports that the reset can be claimed now.
@@ -58,7 +75,26 @@ func (u Usage) Outcome() ResetOutcome {
 	return ResetOutcome{Result: res, NextAvailableAt: u.NextAvailableAt}
 }
 
+// ResetOrg returns the organization whose reset the flow claims: the
+// configured organization_uuid, else the one the usage probe named; false
+// when neither is known (the flow then fails and backs off).
+func (u Usage) ResetOrg(cfg Config) (string, bool) {
+	if cfg.OrgUUID != "" {
+		return cfg.OrgUUID, true
+	}
+	return u.OrganizationID, u.OrganizationID != ""
+}
+
 type usageBody struct {
+	// The organization id, should the body carry one: these member names
+	// are not documented for the usage probe (the header is); they are
+	// the names Anthropic's other OAuth answers use for it.
+	OrganizationUUID string `json:"organization_uuid"`
+	OrganizationID   string `json:"organization_id"`
+	Organization     *struct {
+		UUID string `json:"uuid"`
+		ID   string `json:"id"`
+	} `json:"organization"`
 	JuniperTide *struct {
 		Arm             string          `json:"arm"`
 		Available       bool            `json:"available"`
@@ -66,10 +102,13 @@ type usageBody struct {
 	} `json:"juniper_tide"`
 }
 
-// ParseUsage reads the usage probe's answer. A non-2xx status, a body that
-// is not JSON or an unreadable next_available_at is an error; a missing
-// juniper_tide block is the zero Usage (not offered).
-func ParseUsage(status int, body []byte) (Usage, error) {
+// ParseUsage reads the usage probe's answer: its status, its headers
+// (names lower-cased) and its body. A non-2xx status, a body that is not
+// JSON or an unreadable next_available_at is an error; a missing
+// juniper_tide block is not offered. The organization comes from the
+// OrganizationHeader, else from the body's organization_uuid,
+// organization_id or organization.{uuid,id} (an undocumented fallback).
+func ParseUsage(status int, header map[string]string, body []byte) (Usage, error) {
 	if status < 200 || status > 299 {
 		return Usage{}, fmt.Errorf("usage probe: status %d: %s", status, snippet(body))
 	}
@@ -77,14 +116,34 @@ func ParseUsage(status int, body []byte) (Usage, error) {
 	if err := json.Unmarshal(body, &b); err != nil {
 		return Usage{}, fmt.Errorf("usage probe: decode: %w", err)
 	}
+	u := Usage{OrganizationID: strings.TrimSpace(header[OrganizationHeader])}
+	if u.OrganizationID == "" {
+		u.OrganizationID = bodyOrganization(&b)
+	}
 	if b.JuniperTide == nil {
-		return Usage{}, nil
+		return u, nil
 	}
 	next, err := parseJSONTime(b.JuniperTide.NextAvailableAt)
 	if err != nil {
 		return Usage{}, fmt.Errorf("usage probe: next_available_at: %w", err)
 	}
-	return Usage{Arm: b.JuniperTide.Arm, Available: b.JuniperTide.Available, NextAvailableAt: next}, nil
+	u.Arm, u.Available, u.NextAvailableAt = b.JuniperTide.Arm, b.JuniperTide.Available, next
+	return u, nil
+}
+
+// bodyOrganization returns the first organization id the usage body
+// names, "" for none.
+func bodyOrganization(b *usageBody) string {
+	ids := []string{b.OrganizationUUID, b.OrganizationID}
+	if b.Organization != nil {
+		ids = append(ids, b.Organization.UUID, b.Organization.ID)
+	}
+	for _, id := range ids {
+		if id = strings.TrimSpace(id); id != "" {
+			return id
+		}
+	}
+	return ""
 }
 
 // ParseResetResponse reads the reset claim's answer {"result": ...,

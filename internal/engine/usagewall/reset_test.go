@@ -55,7 +55,7 @@ func TestParseUsage(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			u, err := ParseUsage(tc.status, []byte(tc.body))
+			u, err := ParseUsage(tc.status, nil, []byte(tc.body))
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want %q", err, tc.wantErr)
@@ -152,6 +152,38 @@ func TestHeaderParsing(t *testing.T) {
 		got, ok := parseSeconds(tc.in)
 		if ok != tc.ok || got != tc.want {
 			t.Errorf("parseSeconds(%q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+// The organization of the reset claim: the configured organization_uuid
+// wins; else the anthropic-organization-id header of the probe's answer
+// (Anthropic's documented response header); else an organization id the
+// body names (undocumented member names); else none, and the flow fails.
+func TestUsageOrganization(t *testing.T) {
+	const body = `{"five_hour":{"utilization":100},"juniper_tide":{"arm":"reset","available":true}}`
+	for _, tc := range []struct {
+		name   string
+		header map[string]string
+		body   string
+		cfg    Config
+		want   string
+	}{
+		{"configured wins", map[string]string{OrganizationHeader: "org-header"}, body, Config{OrgUUID: "org-config"}, "org-config"},
+		{"from the header", map[string]string{OrganizationHeader: " 0b7e5d9c-3f1a "}, body, Config{}, "0b7e5d9c-3f1a"},
+		{"header over body", map[string]string{OrganizationHeader: "org-header"}, `{"organization_uuid":"org-body"}`, Config{}, "org-header"},
+		{"organization_uuid", nil, `{"organization_uuid":"org-uuid"}`, Config{}, "org-uuid"},
+		{"organization_id", nil, `{"organization_id":"org-id"}`, Config{}, "org-id"},
+		{"organization object", nil, `{"organization":{"uuid":"org-obj"}}`, Config{}, "org-obj"},
+		{"none", nil, body, Config{}, ""},
+	} {
+		u, err := ParseUsage(200, tc.header, []byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got, ok := u.ResetOrg(tc.cfg)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("%s: ResetOrg = %q %v, want %q", tc.name, got, ok, tc.want)
 		}
 	}
 }

@@ -87,8 +87,9 @@ type Config struct {
 	LowPriorityMode bool
 	// AutoLimitReset tries the session-limit reset (auto_limit_reset).
 	AutoLimitReset bool
-	// OrgUUID is the organization of the reset endpoint; without it the
-	// reset flow is never tried.
+	// OrgUUID is the organization of the reset endpoint
+	// (organization_uuid); empty, the flow takes the one the usage probe
+	// names (Usage.ResetOrg).
 	OrgUUID string
 }
 
@@ -316,7 +317,7 @@ func (w *Wall) OnResetResult(conn string, cfg Config, resp Response, out ResetOu
 }
 
 // CanTryReset reports whether a wall on conn would start the reset flow
-// now: auto_limit_reset on with an organization, not backing off, past the
+// now: auto_limit_reset on, not backing off, past the
 // remembered next_available_at, no flow running (for ResetFlightTimeout)
 // and not just reset.
 func (w *Wall) CanTryReset(conn string, cfg Config) bool {
@@ -324,7 +325,7 @@ func (w *Wall) CanTryReset(conn string, cfg Config) bool {
 	defer w.mu.Unlock()
 	st := w.conns[conn]
 	if st == nil {
-		return cfg.AutoLimitReset && cfg.OrgUUID != ""
+		return cfg.AutoLimitReset
 	}
 	return w.canTryReset(st, cfg, w.clock.Now())
 }
@@ -488,7 +489,7 @@ func (w *Wall) lane(st *connState, cfg Config, resp Response, now time.Time) Dec
 }
 
 func (w *Wall) canTryReset(st *connState, cfg Config, now time.Time) bool {
-	if !cfg.AutoLimitReset || cfg.OrgUUID == "" || st.resetDisarmed {
+	if !cfg.AutoLimitReset || st.resetDisarmed {
 		return false
 	}
 	if !st.ResetInFlightSince.IsZero() && now.Before(st.ResetInFlightSince.Add(ResetFlightTimeout)) {

@@ -115,7 +115,7 @@ func TestTrigger(t *testing.T) {
 		{"wall with offer control", laneOn, wallResp(reset, HeaderSlowOffer, "control"), ActionNone, false},
 		{"wall with offer: lane accepted", laneOn, wallResp(reset), ActionRetry, true},
 		{"header values are case-insensitive", laneOn, wallResp(reset, HeaderStatus, " Rejected ", HeaderSlowOffer, "TREATMENT"), ActionRetry, true},
-		{"reset on but no org: lane", Config{LowPriorityMode: true, AutoLimitReset: true}, wallResp(reset), ActionRetry, true},
+		{"reset on without an org: the reset is tried (the probe names the org)", Config{LowPriorityMode: true, AutoLimitReset: true}, wallResp(reset), ActionTryReset, false},
 		{"reset on, lane off", resetOn, wallResp(reset), ActionTryReset, false},
 		{"both on: reset first", bothOn, wallResp(reset), ActionTryReset, false},
 	}

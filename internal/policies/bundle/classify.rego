@@ -299,6 +299,10 @@ too_many_tools if contains(input.text, [
 	"maximum number of tools",
 ][_])
 
+# "a maximum of 128 tools" (docs/resilience.md §14), also of functions or
+# function declarations.
+too_many_tools if regex.match(`maximum of [0-9]+ (tools|functions|function declarations)`, input.text)
+
 # google_details are the google.rpc error details of a JSON body (Google's
 # {"error": {"details": [...]}}, also inside a JSON array); none when the
 # body is not JSON.

@@ -298,6 +298,7 @@ test_too_many_tools if {
 	classify.decision == tool_limit with input as reqe("copilot", 400, copilot_too_many_tools, {}, "invalid_request_body", "")
 	classify.decision == tool_limit with input as req("gemini", 400, gemini_too_many_tools, {})
 	classify.decision == tool_limit with input as req("anthropic", 400, `{"type":"error","error":{"type":"invalid_request_error","message":"too many tools: 300"}}`, {})
+	classify.decision == tool_limit with input as req("vllm", 400, `{"error":{"message":"This model supports a maximum of 8 tools.","type":"BadRequestError"}}`, {})
 }
 
 test_tool_name_length_is_not_a_tool_limit if {

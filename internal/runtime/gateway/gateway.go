@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,6 +18,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
+	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/plugins"
 	"github.com/breakwater-dev/breakwater/internal/policies"
 	"github.com/breakwater-dev/breakwater/internal/redact"
@@ -23,9 +26,11 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/reqlog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/server"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
 // Options tune Start.
@@ -121,18 +126,28 @@ func (g *Gateway) start(ctx context.Context, cfg *config.Config, o Options) erro
 	if err != nil {
 		return fmt.Errorf("starting engine: %w", err)
 	}
+	if err = checkRoutePlugins(topo, g.Plugins); err != nil {
+		return err
+	}
 	m := metrics.New()
 	m.RegisterEngine(g.Engine)
 	m.RegisterPlugins(g.Plugins.List)
 	g.Engine.SetObserver(m.EngineObserver())
+	requests := reqlog.New(reqlog.DefaultCapacity, o.Clock)
 	g.proxy, err = proxy.New(proxy.Options{Config: cfg, Topology: topo, Engine: g.Engine, Store: g.Store,
 		Logger: o.Logger.Named("proxy"), Access: o.Logger.Named("access"), Clock: timerClock(o.Clock), Metrics: m,
-		UserAgent: "breakwater/" + version(o.Version)})
+		UserAgent: "breakwater/" + version(o.Version),
+		Classify:  g.Policies.ClassifyContext,
+		Route:     g.Plugins.RouteFunc(),
+		RequestObserver: func(r reqlog.Record) {
+			requests.Add(r)
+		},
+	})
 	if err != nil {
 		return err
 	}
 	g.Server, err = server.New(server.Options{Config: cfg, Engine: g.Engine, Proxy: g.proxy, Store: g.Store, Logger: o.Logger.Named("server"),
-		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins})
+		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins, Requests: requests})
 	if err != nil {
 		return err
 	}
@@ -224,6 +239,31 @@ func version(v string) string {
 		return "dev"
 	}
 	return v
+}
+
+// checkRoutePlugins refuses a combo whose strategy is "plugin:<name>"
+// when no loaded plugin of that name has the route hook: such a combo
+// would route by priority forever, silently.
+func checkRoutePlugins(topo *topology.Topology, host *plugins.Host) error {
+	hooks := map[string][]string{}
+	for _, st := range host.List() {
+		hooks[st.Name] = st.Hooks
+	}
+	var errs []error
+	for _, c := range topo.Combos {
+		name, ok := strategy.PluginName(c.Strategy)
+		if !ok {
+			continue
+		}
+		switch h, loaded := hooks[name]; {
+		case !loaded:
+			errs = append(errs, fmt.Errorf("combo %q: strategy %q names plugin %q, which is not configured (plugins:)", c.Name, c.Strategy, name))
+		case !slices.Contains(h, abi.HookRoute):
+			errs = append(errs, fmt.Errorf("combo %q: strategy %q: plugin %q has no %s hook (its hooks: %s)",
+				c.Name, c.Strategy, name, abi.HookRoute, strings.Join(h, ", ")))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // PluginSpecs lists the configured plugins for the plugin host.

@@ -98,3 +98,51 @@ func TestBurst429WithoutUnifiedHeadersTakesTheCooldownPath(t *testing.T) {
 		t.Fatalf("a plain 429 must fail over normally: via %s", resp.Header.Get("X-Breakwater-Connection"))
 	}
 }
+
+// Issue 13 item 10: with no organization_uuid configured the session-limit
+// reset takes the organization from the usage probe's
+// anthropic-organization-id header, and both account calls authenticate
+// with the connection's bearer token (the mock refuses anything else).
+func TestUsageWallResetFindsTheOrganization(t *testing.T) {
+	h := start(t, strings.Replace(wallCfg(true, true), ", organization_uuid: org-123", "", 1))
+	h.setScript(wallScript(time.Now().Add(time.Hour).Unix()) + `
+  - path: /api/oauth/usage
+    responses: [{juniper_tide: {arm: reset, available: true}, organization_id: org-from-probe}]
+  - path: /api/organizations/org-from-probe/reset_rate_limits
+    responses: [{result: reset}]
+  - path: "/api/organizations/*/reset_rate_limits"
+    responses: [{status: 404}]
+`)
+	resp := h.post("/v1/messages", msgBody)
+	readBody(t, resp)
+	st := h.mock.Stats()
+	if resp.StatusCode != 200 || st.UsageProbes != 1 || st.ResetClaims != 1 {
+		t.Fatalf("reset flow: %d, probes %d, claims %d", resp.StatusCode, st.UsageProbes, st.ResetClaims)
+	}
+	_, cs := h.admin("GET", "/api/console/state", "")
+	for _, p := range cs["providers"].([]any) {
+		for _, c := range p.(map[string]any)["connections"].([]any) {
+			if c := c.(map[string]any); c["id"] == "sub" {
+				if w, _ := c["usage_wall"].(map[string]any); w == nil || w["last_reset_result"] != "reset" {
+					t.Fatalf("usage wall state %v, want last_reset_result reset", c["usage_wall"])
+				}
+			}
+		}
+	}
+}
+
+// The usage wall is for Claude subscription connections only: the same
+// opt-ins on an apikey connection are ignored (with a warning at start)
+// and its 429 takes the normal cooldown path.
+func TestUsageWallOnlyForOAuthConnections(t *testing.T) {
+	h := start(t, strings.Replace(wallCfg(true, true), "profile: oauth", "profile: apikey", 1))
+	h.setScript(wallScript(time.Now().Add(time.Hour).Unix()))
+	resp := h.post("/v1/messages", msgBody)
+	readBody(t, resp)
+	if resp.Header.Get("X-Breakwater-Connection") != "spare" || h.mock.Stats().UsageProbes != 0 {
+		t.Fatalf("apikey wall: via %s, probes %d: want a plain failover", resp.Header.Get("X-Breakwater-Connection"), h.mock.Stats().UsageProbes)
+	}
+	if !strings.Contains(h.logs.String(), "usage-wall options ignored") {
+		t.Fatal("no warning for usage-wall options on an apikey connection")
+	}
+}

@@ -11,7 +11,6 @@ package metrics
 
 import (
 	"net/http"
-	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -45,19 +44,7 @@ type Metrics struct {
 	policyDecisions  *prometheus.CounterVec
 	policyLatency    prometheus.Histogram
 	streamTTFB       prometheus.Histogram
-
-	// onRequest receives every finished request (the console's request
-	// log); nil = none.
-	onRequest atomic.Pointer[func(RequestInfo)]
-}
-
-// RequestInfo is one finished client request as Request records it.
-type RequestInfo struct {
-	Endpoint, Provider, Model string
-	Status                    int
-	Code                      string
-	Attempts                  int
-	Total, Upstream           time.Duration
+	emergency        *prometheus.CounterVec
 }
 
 // New builds the collectors and registers them, with the Go runtime and
@@ -103,9 +90,11 @@ func New() *Metrics {
 		Help: "Time to restate and classify one upstream failure.", Buckets: prometheus.ExponentialBuckets(0.000005, 2.5, 10)})
 	m.streamTTFB = prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "stream_ttfb_seconds",
 		Help: "Time from a streamed request's arrival to its first byte sent to the client.", Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14)})
+	m.emergency = prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "emergency_fallback_total",
+		Help: "Requests the emergency fallback dispatched because no target could serve them, by outcome (served, failed)."}, []string{"outcome"})
 	m.reg.MustRegister(m.requests, m.internalRequests, m.attempts, m.attemptsPerReq, m.upstreamLatency, m.overhead, m.breakerTrans,
 		m.cooldowns, m.terminal, m.lockoutsArmed, m.exclusions, m.admissionRejects, m.admissionWait, m.streamEvents,
-		m.policyDecisions, m.policyLatency, m.streamTTFB,
+		m.policyDecisions, m.policyLatency, m.streamTTFB, m.emergency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -128,25 +117,14 @@ func (m *Metrics) Request(endpoint, provider, model string, status int, code str
 	if oh := total - upstream; oh >= 0 {
 		m.overhead.Observe(oh.Seconds())
 	}
-	if fn := m.onRequest.Load(); fn != nil {
-		(*fn)(RequestInfo{Endpoint: endpoint, Provider: provider, Model: model, Status: status, Code: code,
-			Attempts: attempts, Total: total, Upstream: upstream})
-	}
 }
 
-// OnRequest installs fn to receive every request Request records (nil
-// removes it). fn runs on the request's goroutine: it must be fast and
-// must not block.
-func (m *Metrics) OnRequest(fn func(RequestInfo)) {
-	if fn == nil {
-		m.onRequest.Store(nil)
-		return
-	}
-	m.onRequest.Store(&fn)
-}
+// EmergencyFallback records one dispatch of the emergency fallback
+// (docs/resilience.md §14) and its outcome: "served" or "failed".
+func (m *Metrics) EmergencyFallback(outcome string) { m.emergency.WithLabelValues(outcome).Inc() }
 
-// StreamTTFB records the time from a streamed request's arrival to its
-// first byte committed to the client.
+// StreamTTFB records the time from a streamed request's arrival to the
+// commit of its stream, when its first bytes go to the client.
 func (m *Metrics) StreamTTFB(d time.Duration) { m.streamTTFB.Observe(d.Seconds()) }
 
 // InternalRequest records one finished internal call of an orchestration.
@@ -169,7 +147,7 @@ func (m *Metrics) AdmissionRejected(provider, connection, code string) {
 func (m *Metrics) AdmissionWait(d time.Duration) { m.admissionWait.Observe(d.Seconds()) }
 
 // Stream records a stream lifecycle event ("commit", "failover", "abort",
-// "client_gone") with its reason.
+// "client_gone") with its reason (an empty answer is "empty_response").
 func (m *Metrics) Stream(event, reason string) { m.streamEvents.WithLabelValues(event, reason).Inc() }
 
 // PolicyDecision records one failure classification and its latency.

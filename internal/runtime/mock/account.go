@@ -18,6 +18,34 @@ const (
 	maxClaimBytes = 64 << 10
 )
 
+// DefaultOrganizationID is the organization the usage probe names in its
+// anthropic-organization-id header unless a step says otherwise
+// (Step.OrganizationID).
+const DefaultOrganizationID = "0b7e5d9c-3f1a-4c2e-9d8b-6a4f2e1c7b30"
+
+// organizationHeader names the organization of the credential in every
+// answer of Anthropic's API.
+const organizationHeader = "anthropic-organization-id"
+
+// bearer reports whether a request authenticates with Authorization:
+// Bearer, as the account endpoints require (an OAuth access token).
+func bearer(r *http.Request) bool {
+	a := r.Header.Get("Authorization")
+	return len(a) > 7 && strings.EqualFold(a[:7], "bearer ") && strings.TrimSpace(a[7:]) != ""
+}
+
+// refuseWithoutBearer answers 401 authentication_error to an account call
+// that does not authenticate with a bearer token (an x-api-key, or
+// nothing); the call uses no script step and is not counted.
+func (s *Server) refuseWithoutBearer(w http.ResponseWriter, r *http.Request) bool {
+	if bearer(r) {
+		return false
+	}
+	c := &call{s: s, w: w, wire: wireAnthropic, model: defaultModel}
+	c.writeError(http.StatusUnauthorized, "this endpoint requires an OAuth access token (Authorization: Bearer)")
+	return true
+}
+
 // resetOrg returns the organization of a reset claim path.
 func resetOrg(path string) (string, bool) {
 	if !strings.HasPrefix(path, orgPrefix) || !strings.HasSuffix(path, resetSuffix) ||
@@ -28,21 +56,29 @@ func resetOrg(path string) (string, bool) {
 	return org, !strings.Contains(org, "/")
 }
 
-// usageProbe serves GET /api/oauth/usage.
+// usageProbe serves GET /api/oauth/usage, for a bearer token only; the
+// answer names the organization in its anthropic-organization-id header.
 func (s *Server) usageProbe(w http.ResponseWriter, r *http.Request) {
-	if !allowMethod(w, r, http.MethodGet) {
+	if !allowMethod(w, r, http.MethodGet) || s.refuseWithoutBearer(w, r) {
 		return
 	}
 	s.stats.Load().usageProbes.Add(1)
 	st := s.prog.Load().pick(apiKey(r), "", r.URL.Path, r.Header, true)
+	org := DefaultOrganizationID
+	if st.OrganizationID != nil {
+		org = *st.OrganizationID
+	}
+	if org != "" {
+		w.Header().Set(organizationHeader, org)
+	}
 	s.accountAnswer(w, r, st, func(b []byte) []byte { return appendUsage(b, st.JuniperTide) })
 }
 
-// resetClaim serves POST /api/organizations/{org}/reset_rate_limits. The
-// body must be {"program":"juniper_tide"}; anything else is a 400 that
-// uses no script step and is not counted.
+// resetClaim serves POST /api/organizations/{org}/reset_rate_limits, for a
+// bearer token only. The body must be {"program":"juniper_tide"}; anything
+// else is a 400 that uses no script step and is not counted.
 func (s *Server) resetClaim(w http.ResponseWriter, r *http.Request) {
-	if !allowMethod(w, r, http.MethodPost) {
+	if !allowMethod(w, r, http.MethodPost) || s.refuseWithoutBearer(w, r) {
 		return
 	}
 	body, err := io.ReadAll(io.LimitReader(r.Body, maxClaimBytes))

@@ -196,9 +196,43 @@ rules:
 
 func TestUsageProbeDefault(t *testing.T) {
 	m := startMock(t, "")
-	status, _, data := m.send(http.MethodGet, "/api/oauth/usage", "", "", nil)
+	status, h, data := m.send(http.MethodGet, "/api/oauth/usage", "oauth-1", "", nil)
 	if status != 200 || strings.TrimSpace(string(data)) != `{"juniper_tide":{"arm":"reset","available":true,"next_available_at":null}}` {
 		t.Fatalf("default probe: %d %s", status, data)
+	}
+	if got := h.Get("anthropic-organization-id"); got != DefaultOrganizationID {
+		t.Fatalf("anthropic-organization-id = %q, want %q", got, DefaultOrganizationID)
+	}
+}
+
+// The account endpoints answer an OAuth access token only (Authorization:
+// Bearer): an x-api-key or no credential is a 401 authentication_error
+// that uses no step and is not counted. A step names the organization of
+// the usage probe's answer, or none.
+func TestAccountEndpointsNeedABearerToken(t *testing.T) {
+	m := startMock(t, `
+rules:
+  - key: oauth-2
+    path: /api/oauth/usage
+    responses: [{organization_id: "org-from-header"}, {organization_id: ""}]
+`)
+	for _, tc := range []struct{ method, path, body string }{
+		{http.MethodGet, "/api/oauth/usage", ""},
+		{http.MethodPost, "/api/organizations/org-1/reset_rate_limits", `{"program":"juniper_tide"}`},
+	} {
+		status, _, data := m.send(tc.method, tc.path, "", tc.body, map[string]string{"x-api-key": "sk-ant-api-key"})
+		if status != 401 || !strings.Contains(string(data), "authentication_error") {
+			t.Fatalf("%s %s with x-api-key: %d %s, want 401 authentication_error", tc.method, tc.path, status, data)
+		}
+	}
+	if st := m.srv.Stats(); st.UsageProbes != 0 || st.ResetClaims != 0 {
+		t.Fatalf("refused calls were counted: %+v", st)
+	}
+	if _, h, _ := m.send(http.MethodGet, "/api/oauth/usage", "oauth-2", "", nil); h.Get("anthropic-organization-id") != "org-from-header" {
+		t.Fatalf("scripted organization: %q", h.Get("anthropic-organization-id"))
+	}
+	if _, h, _ := m.send(http.MethodGet, "/api/oauth/usage", "oauth-2", "", nil); h.Get("anthropic-organization-id") != "" {
+		t.Fatalf("organization_id \"\" still sent %q", h.Get("anthropic-organization-id"))
 	}
 }
 
@@ -232,13 +266,14 @@ rules:
 		t.Fatalf("scripted 503: %d %s", status, data)
 	}
 	req, _ := http.NewRequest(http.MethodPost, m.base+path, strings.NewReader(claim))
+	req.Header.Set("Authorization", "Bearer oauth-1")
 	if resp, err := m.client.Do(req); err == nil {
 		resp.Body.Close()
 		t.Fatal("reset step did not drop the connection")
 	}
 
 	// Another org has no rule: the default answer.
-	if status, _, data := m.send(http.MethodPost, "/api/organizations/org-2/reset_rate_limits", "", claim, nil); status != 200 || strings.TrimSpace(string(data)) != `{"result":"reset"}` {
+	if status, _, data := m.send(http.MethodPost, "/api/organizations/org-2/reset_rate_limits", "oauth-1", claim, nil); status != 200 || strings.TrimSpace(string(data)) != `{"result":"reset"}` {
 		t.Fatalf("default claim: %d %s", status, data)
 	}
 	before := m.srv.Stats().ResetClaims

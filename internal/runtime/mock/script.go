@@ -170,6 +170,9 @@ type Step struct {
 	// JuniperTide is the juniper_tide block of a GET /api/oauth/usage
 	// answer (default: arm reset, available, next_available_at null).
 	JuniperTide *JuniperTide `yaml:"juniper_tide"`
+	// OrganizationID is the anthropic-organization-id header of a usage
+	// probe answer: unset sends DefaultOrganizationID, "" sends none.
+	OrganizationID *string `yaml:"organization_id"`
 	// Result is the result of a POST .../reset_rate_limits answer: reset
 	// (default), not_limited, already_used, not_offered or any other text.
 	Result string `yaml:"result"`

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
@@ -51,6 +52,12 @@ func (p *Proxy) Reject(req *Request, e *wire.APIError) *Result {
 // answerBuffered answers with a whole 2xx upstream answer, translated to
 // the client's format when the provider speaks another.
 func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h http.Header, rb []byte) *Result {
+	if ex.EmptyAnswer(rb) {
+		// Neither content nor a tool call (docs/resilience.md §9): a
+		// failure of the model; the caller fails over.
+		p.recordEmpty(ctx, x, cd, status)
+		return nil
+	}
 	if ex.Translated() {
 		var err error
 		if rb, err = ex.Response(&x.body, rb, cd.Model); err != nil {
@@ -62,7 +69,7 @@ func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candid
 		h.Set("Content-Type", "application/json")
 	}
 	x.final = cd
-	p.recordSuccess(ctx, x, cd)
+	p.recordSuccess(ctx, x, cd, status)
 	res := p.answer(x, status)
 	res.Header = routeHeaders(res.Header, x, cd)
 	copyResponseHeaders(res, h)
@@ -104,6 +111,9 @@ func (p *Proxy) answerExhausted(x *state, pool int) *Result {
 		status = f.status
 	}
 	switch {
+	case f.outcome.Reason == engine.ReasonEmptyResponse:
+		return p.fail(x, &wire.APIError{Status: 502, Type: "upstream_error", Code: string(engine.ReasonEmptyResponse),
+			Message: fmt.Sprintf("upstream %s answered with neither content nor a tool call", f.cand.Provider.ID)})
 	case f.status == 0:
 		msg := "upstream request failed"
 		if f.outcome.Message != "" {
@@ -191,6 +201,9 @@ func (p *Proxy) finish(x *state, status int, code string) {
 	}
 	if p.metrics != nil {
 		p.metrics.Request(x.format.String(), r.Provider, x.routedModel(), status, code, r.Attempts, total, x.upstreamTime)
+	}
+	if p.observe != nil {
+		p.observeRequest(x, r, status, code, total)
 	}
 	if !p.access.IsInfo() {
 		return

@@ -49,7 +49,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		p.admissionRefused(x, cd, err)
 		return nil
 	}
-	x.attempts++
+	p.attemptStarted(x)
 	if p.metrics != nil && ticket.QueueWait() > 0 {
 		p.metrics.AdmissionWait(ticket.QueueWait())
 	}
@@ -224,6 +224,10 @@ func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candida
 		if p.metrics != nil {
 			p.metrics.Stream("failover", fail.Reason)
 		}
+		return nil
+	}
+	if !p.committed(ctx, x, cd, s, resp.StatusCode, t0) {
+		cancel()
 		return nil
 	}
 	x.final = cd

@@ -41,9 +41,17 @@ type loop struct {
 	metrics *metrics.Metrics
 }
 
+// setup is what a test may change before the loop is built: the policy
+// pipeline's and the proxy's options.
+type setup struct {
+	policies *policies.Options
+	proxy    *proxy.Options
+}
+
 // newLoop builds the loop for cfgYAML (providers' base_url may be any
-// URL: no socket is opened) and the mock script.
-func newLoop(t *testing.T, cfgYAML, script string) *loop {
+// URL: no socket is opened) and the mock script; each opt adjusts the
+// options first.
+func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*setup)) *loop {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgYAML), "test.yaml")
 	if err != nil {
@@ -65,7 +73,13 @@ func newLoop(t *testing.T, cfgYAML, script string) *loop {
 	l.up = upstreamtest.New(l.mock.Handler())
 	st := memstore.New(l.clock)
 	ctx := context.Background()
-	if l.pipe, err = policies.New(ctx, policies.Options{Store: st, Clock: l.clock}); err != nil {
+	po := policies.Options{Store: st, Clock: l.clock}
+	pxo := proxy.Options{Config: cfg, Topology: topo, Store: st, Clock: l.clock,
+		Metrics: l.metrics, Upstream: l.up, UserAgent: "breakwater/test"}
+	for _, o := range opts {
+		o(&setup{policies: &po, proxy: &pxo})
+	}
+	if l.pipe, err = policies.New(ctx, po); err != nil {
 		t.Fatal(err)
 	}
 	settings, err := cfg.Resilience.EngineSettings()
@@ -77,8 +91,8 @@ func newLoop(t *testing.T, cfgYAML, script string) *loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.p, err = proxy.New(proxy.Options{Config: cfg, Topology: topo, Engine: l.eng, Store: st, Clock: l.clock,
-		Metrics: l.metrics, Upstream: l.up, UserAgent: "breakwater/test"})
+	pxo.Engine = l.eng
+	l.p, err = proxy.New(pxo)
 	if err != nil {
 		t.Fatal(err)
 	}

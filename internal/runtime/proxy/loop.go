@@ -10,6 +10,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
+	"github.com/breakwater-dev/breakwater/internal/runtime/reqlog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
@@ -44,6 +45,10 @@ type Request struct {
 	Lease LeaseClaim
 	// Key is the authenticated client key (zero without client keys).
 	Key leaseapi.KeyInfo
+	// Headers shows the request's headers to a routing plugin (a combo
+	// whose strategy is "plugin:<name>"); it is asked at most once, while
+	// Serve plans the request, and only for such combos. Nil shows none.
+	Headers HeaderSource
 	// Internal marks a call of an orchestration (a fusion panel member or
 	// judge, a pipeline step, a context-relay summary): it must not
 	// stream, writes no access line and is counted in
@@ -52,6 +57,14 @@ type Request struct {
 	// Start is when the request arrived, for the access line's total
 	// time; zero means when Serve was called.
 	Start time.Time
+}
+
+// HeaderSource lists a client request's headers for a routing plugin:
+// names lower-cased, credentials (Authorization, x-api-key, cookies) left
+// out. The HTTP server implements it over its request, so that a request
+// routed without a plugin builds nothing.
+type HeaderSource interface {
+	RouteHeaders() map[string]string
 }
 
 // LeaseClaim is what a request's headers say about its session lease
@@ -115,14 +128,22 @@ func (r *Result) HeaderValue(name string) string {
 //     keep the candidates whose provider kind serves the client's format.
 //  2. Check a directly addressed provider's breaker and the session lease.
 //  3. For a combo: run an orchestration (fusion, pipeline) in-process, or
-//     order the candidates with the combo's strategy (and compact the
-//     conversation of a context-relay combo that moves).
-//  4. Order by lease and affinity, then dispatch: try the candidates in
-//     order, each attempt admitted locally, classified and recorded once
-//     on failure, until one answers; between rounds wait out short
-//     transient cooldowns (docs/resilience.md §6).
-//  5. Answer: the upstream's answer, a committed stream, or the error
-//     that explains why no target could serve.
+//     order the candidates with the combo's strategy — a routing plugin
+//     for "plugin:<name>" — (and compact the conversation of a
+//     context-relay combo that moves).
+//  4. Order by lease and affinity, targets known to refuse the request's
+//     tool count last, then dispatch: try the candidates in order, each
+//     attempt admitted locally, classified and recorded once on failure
+//     (an empty answer or an error event inside a stream included), until
+//     one answers; between rounds wait out short transient cooldowns
+//     (docs/resilience.md §6).
+//  5. Answer: the upstream's answer, a committed stream, or — after the
+//     emergency fallback, when it is on — the error that explains why no
+//     target could serve (all_targets_cooling_down also logs one warning
+//     line).
+//
+// When the request ends, the request observer gets its record: the
+// attempt trail, the skipped candidates and the timings.
 //
 // A non-streaming result is final when Serve returns: the outcome is
 // recorded, admission released and the access line written. A streaming
@@ -171,7 +192,8 @@ func (p *Proxy) serve(ctx context.Context, x *state) *Result {
 			return p.orchestrate(ctx, x, res.Combo)
 		}
 		r := x.rt.routes[res.Combo]
-		cands = servable(p.planCombo(x, r, body), x.format)
+		x.combo = r
+		cands = servable(p.planCombo(ctx, x, r, body), x.format)
 		if nb, summarised := p.relayContext(ctx, x, r, cands, body); summarised {
 			np, err := wire.Parse(nb)
 			if err != nil {
@@ -182,8 +204,10 @@ func (p *Proxy) serve(ctx context.Context, x *state) *Result {
 		}
 	}
 
-	// 4. Lease and affinity order, then dispatch.
+	// 4. Lease and affinity order, targets known to refuse the request's
+	// tool count last, then dispatch.
 	cands = p.order(ctx, x, cands)
+	cands = p.toolLimitOrder(x, cands)
 	return p.dispatch(ctx, x, parsed, body, cands)
 }
 
@@ -226,7 +250,10 @@ func (p *Proxy) dispatch(ctx context.Context, x *state, parsed wire.Request, bod
 				budgetLeft -= d.Wait
 				continue
 			}
-			return p.answerPreDispatch(x, d, len(cands))
+			if res := p.emergency(ctx, x, parsed, body); res != nil {
+				return res
+			}
+			return p.warnCooling(x, p.answerPreDispatch(x, d, len(cands)))
 		}
 		// Attempts were made and every one failed. A request about to end
 		// in an error while its other targets sit in short transient
@@ -239,7 +266,7 @@ func (p *Proxy) dispatch(ctx context.Context, x *state, parsed wire.Request, bod
 		eligible := false
 		for i, cd := range cands {
 			if ex, excluded := p.eng.Peek(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
-				x.excluded = append(x.excluded, exclusionEntry{Reason: ex.Reason, until: ex.Until, detail: ex.Detail})
+				x.exclude(cd, ex)
 			} else if !x.deadConns[cd.Connection] && !x.failedHard[i] {
 				eligible = true
 			}
@@ -257,7 +284,10 @@ func (p *Proxy) dispatch(ctx context.Context, x *state, parsed wire.Request, bod
 	if x.last == nil && x.admissionErr != nil {
 		return p.fail(x, x.admissionErr)
 	}
-	return p.answerExhausted(x, len(cands))
+	if res := p.emergency(ctx, x, parsed, body); res != nil {
+		return res
+	}
+	return p.warnCooling(x, p.answerExhausted(x, len(cands)))
 }
 
 // dispatchRound tries the candidates once, in order, and returns the
@@ -274,8 +304,7 @@ func (p *Proxy) dispatchRound(ctx context.Context, x *state, parsed wire.Request
 			continue
 		}
 		if ex, excluded := p.eng.Check(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
-			x.excluded = append(x.excluded, exclusionEntry{Provider: cd.Provider.ID, Connection: cd.Connection.ID, Model: cd.Model,
-				Reason: ex.Reason, until: ex.Until, detail: ex.Detail})
+			x.exclude(cd, ex)
 			p.affinityFailed(ctx, x, cd)
 			continue
 		}
@@ -369,6 +398,27 @@ type state struct {
 	rt *Routing
 
 	attempts int
+	// tools is how many tools the request declares (wire.Request.Tools).
+	tools int
+	// tryAt and tryStart are when the running attempt was sent: on the
+	// proxy's clock (Outcome.Started) and on the wall clock (the trail).
+	tryAt, tryStart time.Time
+	// trail lists the request's attempts for the request log; trailBuf
+	// backs its first entries.
+	trail    []reqlog.Attempt
+	trailBuf [2]reqlog.Attempt
+	skipBuf  [2]reqlog.Skip
+	// combo is the combo the request addressed (nil for none).
+	combo *comboRoute
+	// routed describes how a plugin strategy routed the request: its rule
+	// id, its fallback reason, and the targets it excluded.
+	routed routeNote
+	// fallback is "emergency" once the emergency fallback is dispatching
+	// the request (docs/resilience.md §14).
+	fallback string
+	// ttfb is the time from the request's arrival to the commit of its
+	// stream (0 for an answer that is not a committed stream).
+	ttfb time.Duration
 	// upstreamTime is the time spent waiting on upstream calls.
 	upstreamTime time.Duration
 	excluded     []exclusionEntry
@@ -412,7 +462,7 @@ type state struct {
 }
 
 func (p *Proxy) newState(req *Request) *state {
-	x := &state{req: *req, format: req.Format, stream: req.Parsed.Stream, start: req.Start, rt: p.routing.Load()}
+	x := &state{req: *req, format: req.Format, stream: req.Parsed.Stream, start: req.Start, rt: p.routing.Load(), tools: req.Parsed.Tools}
 	if x.start.IsZero() {
 		x.start = time.Now()
 	}
@@ -464,6 +514,13 @@ func (x *state) route() Route {
 		r.Provider, r.Connection, r.Model = cd.Provider.ID, cd.Connection.ID, cd.Model
 	}
 	return r
+}
+
+// exclude notes that the engine excluded candidate cd, for the answer's
+// diagnostics, the §6 waits and the request log.
+func (x *state) exclude(cd topology.Candidate, ex engine.Exclusion) {
+	x.excluded = append(x.excluded, exclusionEntry{Provider: cd.Provider.ID, Connection: cd.Connection.ID, Model: cd.Model,
+		Reason: ex.Reason, until: ex.Until, detail: ex.Detail})
 }
 
 // skips lists the request's exclusions for the pre-dispatch decision.

@@ -145,10 +145,12 @@ func TestAdmissionRefusalIsLocal(t *testing.T) {
 }
 
 // §7 pacing versus lockout, with one classification and one record per
-// attempt: Gemini's typed RetryInfo of 86399 s on a model-scoped outcome
-// (an operator rule scopes it) becomes one model lockout of that length
-// and leaves the limiter unpaused; a short typed wait paces the limiter
-// and the outcome is recorded once, as the rule says.
+// attempt and one rule (Engine.ModelQuotaLockout): Gemini's typed
+// RetryInfo of 86399 s on a model-scoped outcome (an operator rule scopes
+// it) becomes one model lockout of that length — that model only, the
+// connection not cooled — and leaves the limiter unpaused; a short typed
+// wait paces the limiter and the outcome is recorded once, as the rule
+// says.
 func TestBodyRetryHintIsPacedBeforeTheOneRecord(t *testing.T) {
 	cfg := strings.Replace(loopConfig, "connections: [{id: b1, api_key: sk-b1}]",
 		"connections: [{id: b1, api_key: sk-b1, rate_limit_protection: true}]", 1)
@@ -180,8 +182,11 @@ rules:
 		t.Fatalf("answer %d", res.Status)
 	}
 	locks := l.eng.Lockouts()
-	if lockouts != 1 || len(locks) != 1 || locks[0].FailureCount != 1 || locks[0].RemainingMS != 86399_000 {
-		t.Fatalf("lockouts armed %d, list %+v; want one record of 86399 s", lockouts, locks)
+	if lockouts != 1 || len(locks) != 1 || locks[0].FailureCount != 1 || locks[0].RemainingMS != 86399_000 || locks[0].Model != "m2" {
+		t.Fatalf("lockouts armed %d, list %+v; want one record of 86399 s on m2", lockouts, locks)
+	}
+	if cooldowns != 0 {
+		t.Fatalf("the model lockout cooled the connection (%d cooldowns)", cooldowns)
 	}
 	if st := stats(t, l, "beta", "b1"); !st.PausedUntil.IsZero() {
 		t.Fatalf("the limiter was paused until %v; a model lockout must not pause it", st.PausedUntil)

@@ -22,6 +22,8 @@ type comboRoute struct {
 	combo   *topology.Combo
 	strat   strategy.Strategy
 	targets []strategy.Target
+	// label describes the route in the request log: "combo NAME (STRATEGY)".
+	label string
 }
 
 // Routing returns the current routing view.
@@ -36,6 +38,7 @@ func (p *Proxy) SetRouting(r *Routing) { p.routing.Store(r) }
 // strategies share the proxy's signals and persisted positions.
 func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 	routes := make(map[*topology.Combo]*comboRoute, len(topo.Combos))
+	candidateState := p.candidateStateOf(topo)
 	var add func(c *topology.Combo)
 	add = func(c *topology.Combo) {
 		if _, ok := routes[c]; ok {
@@ -56,11 +59,12 @@ func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 				w.Context = v
 			}
 		}
-		st, known := strategy.New(c.Strategy, strategy.Options{StickyLimit: c.StickyLimit, Signals: p.signals, State: p.stratState, AutoWeights: w, Clock: p.clock})
+		st, known := strategy.New(c.Strategy, strategy.Options{StickyLimit: c.StickyLimit, Signals: p.signals, State: p.stratState, AutoWeights: w, Clock: p.clock,
+			Route: p.route, CandidateState: candidateState})
 		if !known {
 			p.log.Warn("unknown combo strategy: routing by priority", "combo", c.Name, "strategy", c.Strategy)
 		}
-		r := &comboRoute{combo: c, strat: st}
+		r := &comboRoute{combo: c, strat: st, label: "combo " + c.Name + " (" + st.Name() + ")"}
 		for _, tg := range c.Targets {
 			t := strategy.Target{Key: tg.Key, Model: tg.Model, Weight: tg.Weight, PriceIn: tg.PriceIn, PriceOut: tg.PriceOut, ContextWindow: tg.ContextWindow}
 			if tg.Provider != nil {
@@ -116,10 +120,10 @@ func strategyRequest(combo string, body []byte, session string, now time.Time) s
 
 // planCombo orders a combo's candidates with its strategy: eligible
 // targets in strategy order, then the excluded ones (so their exclusions
-// are reported), a child combo in mode execute expanded in place with its
-// own strategy. The auto strategy's explanation becomes the
-// X-Breakwater-Auto-Factors header.
-func (p *Proxy) planCombo(x *state, r *comboRoute, body []byte) []topology.Candidate {
+// are reported) but never those a routing plugin excluded, a child combo
+// in mode execute expanded in place with its own strategy. The auto
+// strategy's explanation becomes the X-Breakwater-Auto-Factors header.
+func (p *Proxy) planCombo(ctx context.Context, x *state, r *comboRoute, body []byte) []topology.Candidate {
 	sreq := strategyRequest(r.combo.Name, body, x.req.Session, p.clock.Now())
 	if x.sreq == nil {
 		x.sreq = map[*topology.Combo]strategy.Request{}
@@ -142,20 +146,24 @@ func (p *Proxy) planCombo(x *state, r *comboRoute, body []byte) []topology.Candi
 		return false
 	}
 	var order []int
-	if auto, ok := r.strat.(*strategy.Auto); ok {
+	var dropped []bool // targets a routing plugin excluded
+	switch st := r.strat.(type) {
+	case *strategy.Auto:
 		var f strategy.Factors
-		order, f = auto.OrderExplain(sreq, r.targets, eligible)
+		order, f = st.OrderExplain(sreq, r.targets, eligible)
 		if s := f.String(); s != "" {
 			x.header = append(x.header, wire.Header{Name: strategy.AutoFactorsHeader, Value: s})
 		}
-	} else {
+	case *strategy.Plugin:
+		order, dropped = p.routeByPlugin(ctx, x, r, st, sreq, eligible)
+	default:
 		order = r.strat.Order(sreq, r.targets, eligible)
 	}
 	var out []topology.Candidate
 	seen := make([]bool, len(r.targets))
 	add := func(i int) {
 		if tg := &r.combo.Targets[i]; tg.Child != nil {
-			out = append(out, p.planCombo(x, x.rt.routes[tg.Child], body)...)
+			out = append(out, p.planCombo(ctx, x, x.rt.routes[tg.Child], body)...)
 			return
 		}
 		out = r.combo.AppendCandidates(out, i)
@@ -165,7 +173,7 @@ func (p *Proxy) planCombo(x *state, r *comboRoute, body []byte) []topology.Candi
 		add(i)
 	}
 	for i := range r.targets {
-		if !seen[i] {
+		if !seen[i] && (dropped == nil || !dropped[i]) {
 			add(i)
 		}
 	}

@@ -39,6 +39,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
+	"github.com/breakwater-dev/breakwater/internal/runtime/reqlog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 )
@@ -70,6 +71,21 @@ type Options struct {
 	Upstream Upstream
 	// UserAgent is sent upstream.
 	UserAgent string
+	// Classify restates and classifies a failed attempt with the
+	// request's context (the policy pipeline's ClassifyContext: Rego
+	// evaluations and plugin calls end with the request, and the decision
+	// log gets the request id); nil classifies with Engine.Classify.
+	Classify func(ctx context.Context, in engine.ErrorInput) engine.Outcome
+	// Route asks a routing plugin to order a combo's targets, for the
+	// "plugin:<name>" strategies (the plugin host's RouteFunc); nil leaves
+	// such combos in configured order.
+	Route strategy.RouteFunc
+	// RequestObserver receives every finished client request once, with
+	// its attempt trail and skipped candidates (the console's request
+	// log); nil discards. It runs on the request's goroutine and must not
+	// block; the record's slices are only valid during the call (copy
+	// what is kept).
+	RequestObserver func(reqlog.Record)
 }
 
 // Proxy serves gateway requests. Build it with New, call Start before
@@ -85,6 +101,10 @@ type Proxy struct {
 	up      Upstream
 	ownUp   bool
 	ua      string
+
+	classify func(context.Context, engine.ErrorInput) engine.Outcome
+	route    strategy.RouteFunc
+	observe  func(reqlog.Record)
 
 	adm        *admission.Manager
 	admEnv     admission.Defaults
@@ -142,6 +162,11 @@ func New(o Options) (*Proxy, error) {
 	p := &Proxy{
 		cfg: o.Config, eng: o.Engine, store: o.Store, log: o.Logger, access: o.Access,
 		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent,
+		classify: o.Classify, route: o.Route, observe: o.RequestObserver,
+	}
+	if p.classify == nil {
+		eng := o.Engine
+		p.classify = func(_ context.Context, in engine.ErrorInput) engine.Outcome { return eng.Classify(in) }
 	}
 	if p.up == nil {
 		sc := o.Config.Server
@@ -165,6 +190,7 @@ func New(o Options) (*Proxy, error) {
 		}
 	}
 	p.routing.Store(p.NewRouting(o.Topology))
+	warnWallOptIns(o.Topology, p.log)
 	return p, nil
 }
 

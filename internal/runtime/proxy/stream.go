@@ -60,10 +60,18 @@ func (st *Stream) finalise(res relay.Result) {
 	st.cancel()
 	x.upstreamTime += time.Since(st.t0)
 	code := ""
-	switch res.End {
-	case relay.EndComplete:
-		p.recordSuccess(st.ctx, x, cd)
-	case relay.EndClientGone:
+	switch {
+	case res.Empty():
+		// Committed, so not retried: recorded as what it was (§9).
+		code = string(engine.ReasonEmptyResponse)
+		p.recordEmpty(st.ctx, x, cd, st.status)
+		p.comboOutcome(x, cd, false)
+		if p.metrics != nil {
+			p.metrics.Stream("abort", code)
+		}
+	case res.End == relay.EndComplete:
+		p.recordSuccess(st.ctx, x, cd, st.status)
+	case res.End == relay.EndClientGone:
 		// A client that went away says nothing about upstream health.
 		code = string(engine.ReasonClientAbort)
 		if p.metrics != nil {
@@ -78,6 +86,29 @@ func (st *Stream) finalise(res relay.Result) {
 		}
 	}
 	p.finish(x, st.status, code)
+}
+
+// committed takes a stream primed up to its commit point. A stream that
+// already ended with neither content nor a tool call (an empty answer,
+// detected before any byte reached the client) is closed, recorded as
+// empty_response and reported false: the caller fails over. Otherwise it
+// notes the stream's time to first byte (metrics.StreamTTFB) and reports
+// true.
+func (p *Proxy) committed(ctx context.Context, x *state, cd topology.Candidate, s *relay.Stream, status int, t0 time.Time) bool {
+	if s.Empty() {
+		s.Close()
+		x.upstreamTime += time.Since(t0)
+		p.recordEmpty(ctx, x, cd, status)
+		if p.metrics != nil {
+			p.metrics.Stream("failover", string(engine.ReasonEmptyResponse))
+		}
+		return false
+	}
+	x.ttfb = time.Since(x.start)
+	if p.metrics != nil {
+		p.metrics.StreamTTFB(x.ttfb)
+	}
+	return true
 }
 
 // stallConfig is the content-stall watchdog of the stream_recovery

@@ -24,17 +24,18 @@
 // upstream's, plus the gateway hop. Failover covers HTTP errors, an error
 // event as the first event, and a stall, EOF or timeout before that event.
 //
-// CommitFirstContent holds lifecycle events back until the first model
-// output: a non-empty text delta, a reasoning frame or a tool call (or the
+// CommitFirstContent holds lifecycle and reasoning events back until the
+// first output that answers: a non-empty text delta or a tool call (or the
 // final event of an empty answer). A stream that sends message_start and
 // then dies, errors (Anthropic's overloaded_error) or stalls before the
-// first token still fails over transparently. The cost is time to first
-// byte: the client sees nothing until the upstream's time to first token,
-// which adds the model's prompt processing to TTFB (typically 0.2–2 s, tens
-// of seconds for very long prompts; the first thinking delta for reasoning
-// models). Keep-alives received before the commit point are not forwarded,
-// since response headers are not sent until it. A pre-commit buffer over
-// 1 MiB commits early.
+// first token still fails over transparently, and so does a turn of
+// reasoning only (an empty answer, Stream.Empty, docs/resilience.md §9).
+// The cost is time to first byte: the client sees nothing until the
+// upstream's time to first token, which adds the model's prompt processing
+// to TTFB (typically 0.2–2 s, tens of seconds for very long prompts; for a
+// reasoning model, its whole thinking). Keep-alives received before the
+// commit point are not forwarded, since response headers are not sent
+// until it. A pre-commit buffer over 1 MiB commits early.
 //
 // The throughput watchdog judges only before the commit point (an abort
 // hits the active attempt, never a committed stream); the content-stall

@@ -18,7 +18,8 @@ import (
 const (
 	// CommitFirstByte commits at the first client-visible data event.
 	CommitFirstByte = "first_byte"
-	// CommitFirstContent commits at the first model output.
+	// CommitFirstContent commits at the first model output that answers:
+	// text or a tool call (reasoning before it is held back).
 	CommitFirstContent = "first_content"
 )
 
@@ -190,10 +191,19 @@ type Result struct {
 	Failure *Failure
 	Usage   Usage
 	// ContentBytes counts the useful text bytes (UTF-8) the upstream sent.
-	// Zero on a complete stream means an empty answer (e.g. reasoning only).
 	ContentBytes int64
+	// ToolCall reports that the upstream sent a tool call. A complete
+	// stream with no content and no tool call is an empty answer
+	// (reasoning only, or nothing): see Empty.
+	ToolCall bool
 	// FirstContentAt is when the first text delta arrived (zero if none).
 	FirstContentAt time.Time
+}
+
+// Empty reports whether a stream that ended with r is an empty answer
+// (docs/resilience.md §9): complete, with neither text nor a tool call.
+func (r Result) Empty() bool {
+	return r.End == EndComplete && r.ContentBytes == 0 && !r.ToolCall
 }
 
 // Stream is a primed attempt, committed to the client and ready to Run.
@@ -286,6 +296,14 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 		return nil, s.fail
 	}
 	return s, nil
+}
+
+// Empty reports whether the primed stream already ended — its final event
+// arrived before the commit point — with neither text nor a tool call: an
+// empty answer detected before any byte reached the client, which the
+// caller may still fail over (then Close, not Run).
+func (s *Stream) Empty() bool {
+	return s.fail == nil && (s.done || s.ended) && s.res.ContentBytes == 0 && !s.res.ToolCall
 }
 
 // Run writes the buffered prefix, then relays the rest of the stream to w,
@@ -483,11 +501,14 @@ func (s *Stream) onEvent(ev sse.Event, now time.Time) {
 		s.upstreamError(ev)
 		return
 	}
-	if in.Frame == watchdog.FrameContent {
+	switch in.Frame {
+	case watchdog.FrameContent:
 		s.res.ContentBytes += int64(in.Bytes)
 		if s.res.FirstContentAt.IsZero() {
 			s.res.FirstContentAt = now
 		}
+	case watchdog.FrameToolCall:
+		s.res.ToolCall = true
 	}
 	if in.Terminal {
 		s.terminal = true
@@ -508,7 +529,9 @@ func (s *Stream) onEvent(ev sse.Event, now time.Time) {
 		case len(s.out) > maxHoldback:
 			s.committed = true
 		case s.firstContent:
-			s.committed = in.Frame.Output()
+			// Text or a tool call; reasoning is held back, so that a turn
+			// of reasoning only is still an empty answer before commit.
+			s.committed = in.Frame == watchdog.FrameContent || in.Frame == watchdog.FrameToolCall
 		default:
 			s.committed = len(s.out) > before && in.Frame != watchdog.FramePing
 		}

@@ -671,3 +671,65 @@ func TestEmptyAnswerCommitsAtEnd(t *testing.T) {
 		t.Fatalf("client got %q", c.String())
 	}
 }
+
+// docs/resilience.md §9: with first_content a turn of reasoning only is
+// held back to its end, so it is an empty answer detected before any
+// byte reached the client (Stream.Empty) and the caller can fail over.
+func TestFirstContentHoldsReasoningOnlyTurnAsEmpty(t *testing.T) {
+	h := newHarness(t, anthropicCfg(CommitFirstContent))
+	ch := h.prime()
+	h.send(anStart, anBlockThink, anThinkEmpty, anThink, anSignature)
+	assertPending(t, ch) // reasoning does not commit
+	h.send(anBlockStop, anMsgDelta)
+	h.write(anMsgStop)
+	p := recvPrimed(t, ch)
+	if p.f != nil {
+		t.Fatal(p.f)
+	}
+	if !p.s.Empty() {
+		t.Fatal("a reasoning-only turn primed under first_content is not reported empty")
+	}
+	p.s.Close()
+}
+
+// Reasoning then text commits at the text, with the reasoning before it;
+// the stream is not empty.
+func TestFirstContentCommitsAtTextAfterReasoning(t *testing.T) {
+	h := newHarness(t, openaiCfg(CommitFirstContent))
+	ch := h.prime()
+	h.send(oaRole, oaThink)
+	assertPending(t, ch)
+	h.write(oaHello)
+	p := recvPrimed(t, ch)
+	if p.f != nil || p.s.Empty() {
+		t.Fatalf("primed %v, empty %v", p.f, p.s != nil && p.s.Empty())
+	}
+	c := &client{failAt: -1}
+	rc := run(p.s, c)
+	h.send(oaFinish, oaDone)
+	h.eof()
+	r := recvResult(t, rc)
+	if r.End != EndComplete || r.Empty() || c.String() != oaRole+oaThink+oaHello+oaFinish+oaDone {
+		t.Fatalf("result %+v, client %q", r, c.String())
+	}
+}
+
+// With first_byte a reasoning-only stream commits at its first event; its
+// Result says it was empty, and a tool call is not empty.
+func TestResultEmptyAfterCommit(t *testing.T) {
+	h := newHarness(t, openaiCfg(CommitFirstByte))
+	_, rc := h.relaying(oaRole)
+	h.send(oaThink, oaFinish, oaDone)
+	h.eof()
+	if r := recvResult(t, rc); !r.Empty() || r.ToolCall {
+		t.Fatalf("reasoning only: %+v, want Empty", r)
+	}
+	const oaTool = "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n"
+	h2 := newHarness(t, openaiCfg(CommitFirstByte))
+	_, rc = h2.relaying(oaRole)
+	h2.send(oaTool, oaFinish, oaDone)
+	h2.eof()
+	if r := recvResult(t, rc); r.Empty() || !r.ToolCall {
+		t.Fatalf("tool call: %+v, want not empty", r)
+	}
+}

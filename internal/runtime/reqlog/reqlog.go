@@ -9,6 +9,7 @@
 package reqlog
 
 import (
+	"slices"
 	"sync"
 	"time"
 
@@ -83,6 +84,13 @@ type Record struct {
 	Skipped  []Skip    `json:"skipped,omitempty"`
 	// Fallback is "emergency" when the emergency fallback served it.
 	Fallback string `json:"fallback,omitempty"`
+	// RoutePlugin, RouteRule and RouteFallback tell what a routing plugin
+	// (a combo whose strategy is "plugin:<name>") did: the plugin, the
+	// rule id of its decision, and why the configured order was used
+	// instead ("" when the plugin's order was applied).
+	RoutePlugin   string `json:"route_plugin,omitempty"`
+	RouteRule     string `json:"route_rule,omitempty"`
+	RouteFallback string `json:"route_fallback,omitempty"`
 	// Durations in milliseconds: total, waiting on upstream calls, the
 	// gateway's own share, and the time to the first streamed byte (0 =
 	// not a stream or unknown).
@@ -110,19 +118,45 @@ func New(capacity int, clock Clock) *Log {
 	return &Log{clock: clock, buf: ring.New[Record](capacity)}
 }
 
-// Add stores r, numbering it and stamping At when it is zero, and returns
-// its sequence number. The oldest record is dropped when the log is full.
-// The record's slices are kept as they are: the caller gives them up.
+// Add stores a copy of r, numbering it and stamping At when it is zero,
+// and returns its sequence number. The oldest record is dropped when the
+// log is full; its trail and skip lists are reused for the new record's
+// copies, so a full log stores a record without allocating. The caller
+// keeps r's slices.
 func (l *Log) Add(r Record) uint64 {
 	if r.At.IsZero() {
 		r.At = l.clock.Now()
 	}
 	l.mu.Lock()
+	var trail []Attempt
+	var skipped []Skip
+	if l.buf.Len() == l.buf.Cap() {
+		old := l.buf.At(0)
+		trail, skipped = old.Trail[:0], old.Skipped[:0]
+	}
+	if len(r.Trail) > 0 {
+		r.Trail = append(trail, r.Trail...)
+	} else {
+		r.Trail = nil
+	}
+	if len(r.Skipped) > 0 {
+		r.Skipped = append(skipped, r.Skipped...)
+	} else {
+		r.Skipped = nil
+	}
 	l.seq++
 	r.Seq = l.seq
 	l.buf.Push(r)
 	l.mu.Unlock()
 	return r.Seq
+}
+
+// clone returns r with its own copies of its slices: a kept record's
+// slices are reused once it is dropped.
+func clone(r Record) Record {
+	r.Trail = slices.Clone(r.Trail)
+	r.Skipped = slices.Clone(r.Skipped)
+	return r
 }
 
 // List returns up to limit records, newest first (limit ≤ 0 = all).
@@ -135,7 +169,7 @@ func (l *Log) List(limit int) []Record {
 	}
 	out := make([]Record, 0, limit)
 	for i := n - 1; i >= n-limit; i-- {
-		out = append(out, l.buf.At(i))
+		out = append(out, clone(l.buf.At(i)))
 	}
 	return out
 }
@@ -148,7 +182,7 @@ func (l *Log) Get(seq uint64) (Record, bool) {
 	if l.buf.Len() == 0 || seq < oldest || seq > l.seq {
 		return Record{}, false
 	}
-	return l.buf.At(int(seq - oldest)), true
+	return clone(l.buf.At(int(seq - oldest))), true
 }
 
 // Since returns the kept records numbered after seq, oldest first, and the
@@ -159,7 +193,7 @@ func (l *Log) Since(seq uint64) ([]Record, uint64) {
 	oldest := l.seq - uint64(l.buf.Len()) + 1
 	var out []Record
 	for s := max(seq+1, oldest); s <= l.seq; s++ {
-		out = append(out, l.buf.At(int(s-oldest)))
+		out = append(out, clone(l.buf.At(int(s-oldest))))
 	}
 	return out, l.seq
 }

@@ -49,6 +49,7 @@ func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
 	req.Session = strings.Clone(affinity.SessionID(func(h string) string { return c.Get(h) }))
 	req.Lease = proxy.LeaseClaim{Owner: strings.Clone(c.Get(leaseapi.OwnerHeader)), Generation: strings.Clone(c.Get(leaseapi.GenerationHeader))}
 	req.Key = keyInfo(c)
+	req.Headers = (*routeHeaders)(c)
 	for _, name := range provider.Forwardable() {
 		if v := c.Get(name); v != "" {
 			req.Forward = append(req.Forward, wire.Header{Name: name, Value: strings.Clone(v)})
@@ -103,4 +104,26 @@ func (s *Server) onRequest(c *fiber.Ctx, req *proxy.Request) *wire.APIError {
 		req.Parsed = parsed
 	}
 	return nil
+}
+
+// routeHeaders shows a client request's headers to a routing plugin
+// (proxy.HeaderSource): every header but the credentials and cookies,
+// names lower-cased, values copied (Fiber reuses its buffers). It is a
+// view of the Fiber context, valid while the handler runs; the request
+// loop asks it only while it plans the request.
+type routeHeaders fiber.Ctx
+
+// RouteHeaders lists the headers.
+func (h *routeHeaders) RouteHeaders() map[string]string {
+	c := (*fiber.Ctx)(h)
+	out := map[string]string{}
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		name := strings.ToLower(string(k))
+		switch name {
+		case "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "x-goog-api-key":
+			return
+		}
+		out[name] = string(v)
+	})
+	return out
 }

@@ -36,9 +36,13 @@ type console struct {
 // mountConsole builds the console state and mounts its endpoints. It
 // starts nothing: startConsole does, at Start.
 func (s *Server) mountConsole(api fiber.Router) {
+	requests := s.requests
+	if requests == nil {
+		requests = reqlog.New(reqlog.DefaultCapacity, s.clock)
+	}
 	s.console = &console{
 		series:   series.New(series.DefaultInterval, series.DefaultSpan),
-		requests: reqlog.New(reqlog.DefaultCapacity, s.clock),
+		requests: requests,
 		tickets:  newTicketBook(),
 		streams:  &streamCount{},
 		interval: series.DefaultInterval,
@@ -55,10 +59,9 @@ func (s *Server) mountConsole(api fiber.Router) {
 	api.Put("/resilience/model-concurrency", s.handleSetModelCap)
 }
 
-// startConsole restores the model concurrency caps set at run time, starts
-// the overview sampler (it stops with the server's base context; Shutdown
-// waits for it) and feeds the request log from the metrics' request
-// observer until the attempt loop reports full records.
+// startConsole restores the model concurrency caps set at run time and
+// starts the overview sampler (it stops with the server's base context;
+// Shutdown waits for it). The request loop feeds the request log.
 func (s *Server) startConsole(ctx context.Context) {
 	if err := s.restoreModelCaps(ctx); err != nil {
 		s.log.Warn("restoring model concurrency caps set at run time", "error", err)
@@ -70,7 +73,6 @@ func (s *Server) startConsole(ctx context.Context) {
 	s.console.series.Observe(time.Now(), m.Totals())
 	s.console.sampled = make(chan struct{})
 	go func() { defer close(s.console.sampled); s.console.sample(s.baseCtx, m) }()
-	m.OnRequest(func(ri metrics.RequestInfo) { s.console.requests.Add(requestRecord(ri)) })
 }
 
 // sample reads the metrics into the overview ring every interval until
@@ -85,25 +87,6 @@ func (c *console) sample(ctx context.Context, m *metrics.Metrics) {
 		case now := <-t.C:
 			c.series.Observe(now, m.Totals())
 		}
-	}
-}
-
-// requestRecord is the request-log record of a request the metrics saw:
-// the served model, the attempt count and timings; no asked model, no
-// attempt trail (the attempt loop reports them), no body, no key.
-func requestRecord(ri metrics.RequestInfo) reqlog.Record {
-	overhead := max(ri.Total-ri.Upstream, 0)
-	return reqlog.Record{Endpoint: ri.Endpoint, Provider: ri.Provider, Served: ri.Model,
-		Status: ri.Status, Code: ri.Code, Attempts: ri.Attempts,
-		DurationMS: ri.Total.Milliseconds(), UpstreamMS: ri.Upstream.Milliseconds(), OverheadMS: overhead.Milliseconds()}
-}
-
-// RecordRequest adds a finished request with its attempt trail and
-// decision trail to the console's request log. The attempt loop calls it
-// once per client request.
-func (s *Server) RecordRequest(r reqlog.Record) {
-	if s.console != nil {
-		s.console.requests.Add(r)
 	}
 }
 
@@ -314,6 +297,7 @@ func (s *Server) consoleSnapshot() consoleState {
 	st.Flags["quota_share_concurrency_limit"] = settings.QuotaShareConcurrencyLimit.Enabled
 	st.Flags["stream_stall_cooldown"] = settings.StreamStallCooldown.Enabled
 	st.Flags["throughput_watchdog"] = settings.StreamRecovery.ThroughputWatchdog.Enabled
+	st.Flags["emergency_fallback"] = settings.EmergencyFallback.Enabled
 	st.Requests = s.console.requests.Last()
 	st.Streams = s.console.streams.active()
 	return st

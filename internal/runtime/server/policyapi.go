@@ -82,9 +82,10 @@ func explainInput(s *Server, provider, connection, model string, status int, hea
 	return in
 }
 
-// handleListPlugins serves GET /api/plugins.
+// handleListPlugins serves GET /api/plugins: the loaded plugins, and the
+// counters of every combo a routing plugin routes ("route_strategies").
 func (s *Server) handleListPlugins(c *fiber.Ctx) error {
-	return c.JSON(fiber.Map{"plugins": s.plugins.List()})
+	return c.JSON(fiber.Map{"plugins": s.plugins.List(), "route_strategies": s.proxy.RouteStrategies()})
 }
 
 // handleReloadPlugins serves POST /api/plugins/reload: every plugin file is

@@ -31,6 +31,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/reqlog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
@@ -57,6 +58,9 @@ type Options struct {
 	Store engine.Store
 	// Metrics serves GET /metrics; nil disables it.
 	Metrics *metrics.Metrics
+	// Requests is the console's request log, which the request loop feeds
+	// (proxy.Options.RequestObserver); nil keeps an empty one.
+	Requests *reqlog.Log
 }
 
 // Server is the gateway's HTTP server. It is goroutine-safe.
@@ -73,6 +77,7 @@ type Server struct {
 	policies *policies.Pipeline
 	plugins  *plugins.Host
 	store    engine.Store
+	requests *reqlog.Log
 
 	// fileTopology is the topology of the configuration file.
 	fileTopology *topology.Topology
@@ -109,7 +114,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{
 		cfg: o.Config, eng: o.Engine, proxy: o.Proxy, clock: o.Clock, log: o.Logger, version: o.Version,
-		metrics: o.Metrics, policies: o.Policies, plugins: o.Plugins, store: o.Store,
+		metrics: o.Metrics, policies: o.Policies, plugins: o.Plugins, store: o.Store, requests: o.Requests,
 		auth: newAuthenticator(o.Config),
 	}
 	var rnd [4]byte

@@ -29,6 +29,11 @@ type Request struct {
 	// bgStart and bgEnd delimit its raw value.
 	Background     bool
 	bgStart, bgEnd int
+	// Tools is how many tools the request declares: the elements of its
+	// top-level "tools" array, or of the legacy "functions" array of Chat
+	// Completions when it has no tools (0 when it has neither). It is
+	// counted once, while the body is scanned.
+	Tools int
 	// modelStart and modelEnd delimit the raw model value (quotes
 	// included) in the body, for Rewrite.
 	modelStart, modelEnd int
@@ -239,7 +244,8 @@ func scan(body []byte) (Request, error) {
 		if err := s.skipString(); err != nil {
 			return r, &FieldError{Field: "body", Message: err.Error()}
 		}
-		k, exact := classifyKey(body[kStart+1 : s.i-1])
+		key := body[kStart+1 : s.i-1]
+		k, exact := classifyKey(key)
 		s.ws()
 		s.eat(':')
 		s.ws()
@@ -248,6 +254,7 @@ func scan(body []byte) (Request, error) {
 			return r, &FieldError{Field: "body", Message: err.Error()}
 		}
 		if k == keyOther {
+			r.countTools(key, body[vStart:s.i])
 			continue
 		}
 		name := routingKeys[k]
@@ -312,6 +319,43 @@ func nonEmpty(val []byte) bool {
 		return len(bytes.TrimSpace(val[1:len(val)-1])) > 0
 	}
 	return true
+}
+
+// countTools counts the elements of a top-level "tools" array (or of a
+// legacy "functions" array when the body declares no tools) into r.Tools.
+// Other keys and values that are not arrays change nothing.
+func (r *Request) countTools(key, val []byte) {
+	switch string(key) {
+	case "tools":
+		r.Tools = countElements(val)
+	case "functions":
+		if r.Tools == 0 {
+			r.Tools = countElements(val)
+		}
+	}
+}
+
+// countElements returns the number of elements of the JSON array val (0
+// when val is not an array). val is valid JSON.
+func countElements(val []byte) int {
+	if len(val) < 2 || val[0] != '[' {
+		return 0
+	}
+	s := scanner{b: val, i: 1}
+	n := 0
+	for {
+		s.ws()
+		if s.i >= len(s.b) || s.b[s.i] == ']' {
+			return n
+		}
+		if s.eat(',') {
+			continue
+		}
+		if s.skipValue() != nil {
+			return n
+		}
+		n++
+	}
 }
 
 // boolValue reads a JSON boolean; null is false. Anything else (a string

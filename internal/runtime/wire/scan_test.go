@@ -221,3 +221,36 @@ func TestParseForEndpoints(t *testing.T) {
 		t.Errorf("count_tokens error shape %s", got)
 	}
 }
+
+// The scanner counts the request's tools once, while it reads the body:
+// the elements of the top-level "tools" array (Chat Completions, Messages
+// and Responses alike), else of the legacy "functions" array; nested
+// "tools" keys and non-array values count nothing.
+func TestParseCountsTools(t *testing.T) {
+	cases := []struct {
+		name, body string
+		tools      int
+	}{
+		{"none", `{"model":"m","messages":[1]}`, 0},
+		{"chat tools", `{"model":"m","messages":[1],"tools":[{"type":"function","function":{"name":"a","parameters":{"type":"object","properties":{"x":{"enum":["[","]",","]}}}}},{"type":"function","function":{"name":"b"}}]}`, 2},
+		{"anthropic tools", `{"model":"m","max_tokens":5,"tools":[ {"name":"a","input_schema":{}} , {"name":"b","input_schema":{}}, {"name":"c","input_schema":{}} ],"messages":[1]}`, 3},
+		{"empty tools", `{"model":"m","messages":[1],"tools":[ ]}`, 0},
+		{"legacy functions", `{"model":"m","messages":[1],"functions":[{"name":"a"}]}`, 1},
+		{"tools win over functions", `{"model":"m","functions":[{"name":"a"}],"messages":[1],"tools":[{"name":"x"},{"name":"y"}]}`, 2},
+		{"nested tools do not count", `{"model":"m","messages":[{"content":"x","tools":[1,2,3]}]}`, 0},
+		{"not an array", `{"model":"m","messages":[1],"tools":"many"}`, 0},
+	}
+	for _, tc := range cases {
+		r, err := Parse([]byte(tc.body))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if r.Tools != tc.tools {
+			t.Errorf("%s: Tools = %d, want %d", tc.name, r.Tools, tc.tools)
+		}
+	}
+	r, err := ParseResponses([]byte(`{"model":"m","input":"hi","tools":[{"type":"function","name":"a"},{"type":"web_search"}]}`))
+	if err != nil || r.Tools != 2 {
+		t.Fatalf("responses: %d %v, want 2 tools", r.Tools, err)
+	}
+}

@@ -22,6 +22,25 @@ function statusCard(data) {
     table(['Operator file', 'Status', 'Error'], files, { empty: 'No operator .rego file.' }));
 }
 
+function decisionLogCard(data, st) {
+  const log = st.decision_log;
+  const sink = (name, x) => x ? [h('dt', { text: name }), h('dd', { text: `${x.target}: ${x.written} written, ${x.dropped} dropped, ${x.queued} queued, ${x.failures} failures` + (x.last_error ? ` (last error: ${x.last_error})` : '') })] : [];
+  const bundle = st.bundle;
+  const rows = data.decisions.slice(0, 20).map((d) => h('tr', { 'data-decision': d.decision_id },
+    h('td', { text: fmtTime(d.timestamp) }),
+    h('td', null, h('code', { text: d.request_id || '–' })),
+    h('td', { text: `${d.provider}/${d.connection || '*'}` }),
+    h('td', { text: String(d.status) + (d.restated_status !== d.status ? ` → ${d.restated_status}` : '') }),
+    h('td', null, badge(d.reason, 'warn')),
+    h('td', null, h('code', { text: d.rule_id || '–' }), h('span', { class: 'muted', text: ` (${d.rule_source})` }))));
+  return card('Decision log',
+    h('dl', { class: 'facts', id: 'decision-log' },
+      h('dt', { text: 'Policies from' }), h('dd', { 'data-field': 'source', text: st.source === 'bundle' && bundle ? `bundle ${bundle.url} (revision ${bundle.revision || '–'}${bundle.signed ? ', signed' : ''}, ${bundle.polls} polls${bundle.last_error ? ', last error: ' + bundle.last_error : ''})` : 'the operator directory' }),
+      h('dt', { text: 'Decisions' }), h('dd', { 'data-field': 'recorded', text: log ? `${log.recorded} recorded, ${log.buffered} of ${log.capacity} kept` : 'no decision log' }),
+      ...sink('File', log && log.file), ...sink('Service', log && log.service)),
+    table(['Time', 'Request', 'Connection', 'Status', 'Reason', 'Rule'], rows, { empty: 'No decision yet: decisions are recorded for failed attempts only.' }));
+}
+
 function rulesCard(data, reload) {
   const text = h('textarea', { id: 'rules', rows: 10, spellcheck: 'false', 'data-path': 'body' });
   text.value = JSON.stringify(data.operator_rules, null, 2);
@@ -86,7 +105,14 @@ function explainCard() {
   return card('Explain an upstream error', form);
 }
 
-function pluginsCard(list, reload) {
+function routeCard(strategies) {
+  const rows = strategies.map((r) => h('tr', { 'data-route': r.combo },
+    h('td', null, h('code', { text: r.combo })), h('td', { text: r.plugin }),
+    h('td', { 'data-field': 'route-calls', text: `${r.calls} calls, ${r.declined} declined, ${r.fallbacks} fell back` })));
+  return table(['Combo', 'Routing plugin', 'Decisions'], rows, { empty: 'No combo is routed by a plugin (strategy plugin:<name>).' });
+}
+
+function pluginsCard(list, strategies, reload) {
   const rows = list.map((p) => h('tr', { 'data-plugin': p.name },
     h('td', null, h('strong', { text: p.name }), h('div', { class: 'muted small', text: p.path })),
     h('td', { text: p.hooks.join(', ') }),
@@ -97,10 +123,11 @@ function pluginsCard(list, reload) {
   return card('Plugins',
     h('div', { class: 'toolbar' }, button('Reload plugins', async () => {
       const r = await api('POST', '/api/plugins/reload');
-      if (r.ok) reload(r.data.plugins);
+      if (r.ok) reload(r.data);
       return r;
     }, { id: 'reload-plugins', done: 'Plugins reloaded' })),
-    table(['Plugin', 'Hooks', 'Build', 'Calls', 'Loaded', 'Last error'], rows, { empty: 'No plugin configured (plugins: in the configuration file).' }));
+    table(['Plugin', 'Hooks', 'Build', 'Calls', 'Loaded', 'Last error'], rows, { empty: 'No plugin configured (plugins: in the configuration file).' }),
+    h('h4', { text: 'Routing plugins' }), routeCard(strategies));
 }
 
 export default {
@@ -108,18 +135,21 @@ export default {
   mount(root) {
     const statusEl = h('div', { id: 'policy-status' });
     const rulesEl = h('div', { id: 'policy-rules' });
+    const decisionsEl = h('div', { id: 'policy-decisions' });
     const pluginsEl = h('div', { id: 'plugins' });
-    replace(root, h('h2', { text: 'Policies & plugins' }), statusEl, rulesEl, explainCard(), pluginsEl);
+    replace(root, h('h2', { text: 'Policies & plugins' }), statusEl, decisionsEl, rulesEl, explainCard(), pluginsEl);
     const showPolicies = (data) => {
       replace(statusEl, statusCard(data));
       replace(rulesEl, rulesCard(data, showPolicies));
     };
-    const showPlugins = (list) => replace(pluginsEl, pluginsCard(list, showPlugins));
+    const showPlugins = (data) => replace(pluginsEl, pluginsCard(data.plugins, data.route_strategies || [], showPlugins));
     (async () => {
-      const [pol, plug] = await Promise.all([api('GET', '/api/policies'), api('GET', '/api/plugins')]);
+      const [pol, plug, dec] = await Promise.all([api('GET', '/api/policies'), api('GET', '/api/plugins'), api('GET', '/api/policies/decisions?limit=20')]);
       if (pol.ok) showPolicies(pol.data);
       else replace(statusEl, h('p', { class: 'field-error', text: pol.error.message }));
-      if (plug.ok) showPlugins(plug.data.plugins);
+      if (dec.ok && pol.ok) replace(decisionsEl, decisionLogCard(dec.data, pol.data.status));
+      else if (!dec.ok) replace(decisionsEl, h('p', { class: 'field-error', text: dec.error.message }));
+      if (plug.ok) showPlugins(plug.data);
       else replace(pluginsEl, h('p', { class: 'field-error', text: plug.error.message }));
     })();
     return null;

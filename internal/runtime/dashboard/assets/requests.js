@@ -24,7 +24,19 @@ function row(r, select) {
   return tr;
 }
 
-function detail(r) {
+// decisionsList shows the policy decisions of one request (the decision
+// log's entries with its request id): what each failed attempt was judged.
+function decisionsList(r, decisions) {
+  if (!r.id) return h('p', { class: 'muted', text: 'This request has no id.' });
+  if (decisions === null) return h('p', { class: 'muted', text: 'The decision log is not available.' });
+  if (!decisions.length) return h('p', { class: 'muted', id: 'decisions', text: 'No policy decision: no attempt failed.' });
+  return h('ul', { class: 'plain', id: 'decisions' }, decisions.map((d) => h('li', { 'data-decision': d.decision_id },
+    h('strong', { text: `${d.provider}/${d.connection || '*'} ${d.model || ''}` }), ' ',
+    badge(d.reason, 'warn'), ` status ${d.status}` + (d.restated_status !== d.status ? ` → ${d.restated_status}` : ''),
+    h('span', { class: 'muted', text: ` · rule ${d.rule_id || '–'} (${d.rule_source})` + (d.scope ? ` · scope ${d.scope}` : '') + (d.cooldown_ms ? ` · cooldown ${fmtDur(d.cooldown_ms)}` : '') }))));
+}
+
+function detail(r, decisions) {
   const total = Math.max(r.duration_ms, 1);
   const attempts = (r.trail || []).map((a, i) => {
     const bar = h('span', { class: 'span-bar ' + (a.outcome === 'success' ? 'ok' : 'fail') });
@@ -47,13 +59,17 @@ function detail(r) {
       h('dt', { text: 'Endpoint' }), h('dd', { text: r.endpoint }),
       h('dt', { text: 'Model asked / served' }), h('dd', { text: `${r.model || '–'} / ${r.served_model || '–'}` }),
       h('dt', { text: 'Route' }), h('dd', { text: r.route || '–' }),
+      r.route_plugin ? h('dt', { text: 'Routing plugin' }) : null,
+      r.route_plugin ? h('dd', { 'data-field': 'route-plugin', text: `${r.route_plugin}: ` + (r.route_fallback ? `configured order (${r.route_fallback})` : `rule ${r.route_rule || '–'}`) }) : null,
       h('dt', { text: 'Answer' }), h('dd', null, statusBadge(r), r.fallback ? h('span', { class: 'chip', text: 'fallback: ' + r.fallback }) : null),
       h('dt', { text: 'Timings' }), h('dd', { text: `total ${fmtDur(r.duration_ms)}, upstream ${fmtDur(r.upstream_ms)}, gateway ${fmtDur(r.overhead_ms)}` + (r.ttfb_ms ? `, first byte ${fmtDur(r.ttfb_ms)}` : '') })),
     h('h4', { text: `Attempts (${r.attempts})` }),
     attempts.length ? h('ol', { class: 'attempts', id: 'attempts' }, attempts)
-      : h('p', { class: 'muted', text: noTrail ? 'This gateway build reports the attempt count only; the per-attempt trail comes from the attempt loop.' : 'No upstream attempt.' }),
+      : h('p', { class: 'muted', text: noTrail ? 'No attempt trail was recorded for this request.' : 'No upstream attempt.' }),
     h('h4', { text: 'Skipped candidates' }),
-    skipped.length ? h('ul', { class: 'plain', id: 'skipped' }, skipped) : h('p', { class: 'muted', text: 'None reported.' }));
+    skipped.length ? h('ul', { class: 'plain', id: 'skipped' }, skipped) : h('p', { class: 'muted', text: 'None reported.' }),
+    h('h4', { text: 'Policy decisions' }),
+    decisionsList(r, decisions));
 }
 
 export default {
@@ -67,7 +83,13 @@ export default {
       selected = seq;
       for (const tr of listEl.querySelectorAll('tr[data-seq]')) tr.classList.toggle('selected', Number(tr.dataset.seq) === seq);
       const r = await api('GET', '/api/console/requests/' + seq);
-      replace(detailEl, r.ok ? detail(r.data) : h('p', { class: 'field-error', text: r.error.message }));
+      if (!r.ok) return replace(detailEl, h('p', { class: 'field-error', text: r.error.message }));
+      let decisions = [];
+      if (r.data.id) {
+        const d = await api('GET', '/api/policies/decisions?limit=100&request_id=' + encodeURIComponent(r.data.id));
+        decisions = d.ok ? d.data.decisions : null;
+      }
+      if (selected === seq) replace(detailEl, detail(r.data, decisions));
     };
     const render = () => {
       replace(listEl, card(`Last ${records.length} request(s)`,

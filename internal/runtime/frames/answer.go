@@ -1,0 +1,135 @@
+package frames
+
+import "bytes"
+
+// Answer is what a whole (non-streamed) 2xx answer carries, read without
+// decoding it: the UTF-8 bytes of its assistant text (refusals included),
+// whether it calls a tool, whether it reasons. Known is false when the
+// body does not have the format's answer shape (no "choices", "content"
+// or "output" array): nothing is then known of it.
+type Answer struct {
+	Known     bool
+	Bytes     int
+	ToolCall  bool
+	Reasoning bool
+}
+
+// Empty reports whether the answer is known to have neither text nor a
+// tool call: an empty answer (docs/resilience.md §9), reasoning only or
+// nothing.
+func (a Answer) Empty() bool { return a.Known && a.Bytes == 0 && !a.ToolCall }
+
+// array returns the member key of the JSON object body when it is an
+// array, else nil.
+func array(body []byte, key string) []byte {
+	v := field(body, key)
+	if len(v) < 2 || v[0] != '[' {
+		return nil
+	}
+	return v
+}
+
+// AnswerReader reads a whole answer of its wire format. ChatAnswer,
+// MessagesAnswer and ResponsesAnswer are the readers of the three formats.
+type AnswerReader func(body []byte) Answer
+
+// ChatAnswer reads an OpenAI Chat Completions (or legacy completions)
+// answer: its choices' message content and refusal (or text), tool_calls
+// and function_call, and reasoning_content / reasoning.
+func ChatAnswer(body []byte) Answer {
+	choices := array(body, "choices")
+	a := Answer{Known: choices != nil}
+	elements(choices, func(choice []byte) bool {
+		members(choice, func(k, v []byte) bool {
+			switch string(k) {
+			case "message", "delta":
+				members(v, func(mk, mv []byte) bool {
+					switch string(mk) {
+					case "content", "refusal":
+						a.Bytes += textBytes(mv)
+						if isNonEmptyArray(mv) { // content parts
+							a.Bytes += partsText(mv)
+						}
+					case "tool_calls":
+						a.ToolCall = a.ToolCall || isNonEmptyArray(mv)
+					case "function_call":
+						a.ToolCall = a.ToolCall || isObject(mv)
+					case "reasoning_content", "reasoning":
+						a.Reasoning = a.Reasoning || (isString(mv) && len(mv) > 2)
+					}
+					return true
+				})
+			case "text":
+				a.Bytes += textBytes(v)
+			}
+			return true
+		})
+		return true
+	})
+	return a
+}
+
+// MessagesAnswer reads an Anthropic Messages answer: its content blocks
+// (text, tool uses, thinking).
+func MessagesAnswer(body []byte) Answer {
+	content := array(body, "content")
+	a := Answer{Known: content != nil}
+	elements(content, func(block []byte) bool {
+		var typ, text []byte
+		members(block, func(k, v []byte) bool {
+			switch string(k) {
+			case "type":
+				typ = stringValue(v)
+			case "text":
+				text = v
+			}
+			return true
+		})
+		switch string(typ) {
+		case "text":
+			a.Bytes += textBytes(text)
+		case "tool_use", "server_tool_use", "mcp_tool_use":
+			a.ToolCall = true
+		case "thinking", "redacted_thinking":
+			a.Reasoning = true
+		}
+		return true
+	})
+	return a
+}
+
+// ResponsesAnswer reads an OpenAI Responses answer: its output items
+// (message text and refusals, *_call items, reasoning).
+func ResponsesAnswer(body []byte) Answer {
+	output := array(body, "output")
+	a := Answer{Known: output != nil}
+	elements(output, func(item []byte) bool {
+		typ := stringValue(field(item, "type"))
+		switch {
+		case string(typ) == "message":
+			a.Bytes += partsText(field(item, "content"))
+		case string(typ) == "reasoning":
+			a.Reasoning = true
+		case bytes.HasSuffix(typ, []byte("_call")):
+			a.ToolCall = true
+		}
+		return true
+	})
+	return a
+}
+
+// partsText adds up the text of content parts ([{"type": "output_text" or
+// "text" or "refusal", "text"/"refusal": ...}]).
+func partsText(parts []byte) int {
+	n := 0
+	elements(parts, func(part []byte) bool {
+		members(part, func(k, v []byte) bool {
+			if string(k) == "text" || string(k) == "refusal" {
+				n += textBytes(v)
+			}
+			return true
+		})
+		return true
+	})
+	return n
+}
