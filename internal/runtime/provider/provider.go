@@ -29,6 +29,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
 	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
 	"github.com/breakwater-dev/breakwater/internal/runtime/translate"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -110,8 +111,17 @@ var (
 	// responses_api: translate.
 	openAIChatOnly = newAdapter(KindOpenAI, without(openAIEndpoints, wire.FormatResponses), bearer, nil, false)
 
+	anthropicForward = []wire.Header{{Name: "anthropic-version", Value: defaultAnthropicVersion}, {Name: "anthropic-beta"}}
+
 	anthropic = newAdapter(KindAnthropic, anthropicEndpoints, func(h http.Header, key string) { h.Set("x-api-key", key) },
-		[]wire.Header{{Name: "anthropic-version", Value: defaultAnthropicVersion}, {Name: "anthropic-beta"}}, true)
+		anthropicForward, true)
+
+	// anthropicSubscription is the anthropic kind of an oauth-profile
+	// provider (Claude subscription accounts): the credential is an OAuth
+	// access token, sent as a bearer token with the OAuth beta flag that
+	// the Messages API requires for such tokens (added to the client's
+	// anthropic-beta values).
+	anthropicSubscription = newAdapter(KindAnthropic, anthropicEndpoints, bearer, anthropicForward, true)
 )
 
 // ForKind returns the adapter of a provider kind (providers[].kind) with
@@ -131,6 +141,9 @@ type Options struct {
 	// ResponsesAPI is providers[].responses_api: ResponsesNative,
 	// ResponsesTranslate or "" (the kind's default).
 	ResponsesAPI string
+	// OAuth marks an oauth-profile provider: for the anthropic kind its
+	// connections hold subscription access tokens (bearer authentication).
+	OAuth bool
 }
 
 // For returns the adapter of a provider of kind with options o. An
@@ -153,6 +166,9 @@ func For(kind string, o Options) (*Adapter, error) {
 		}
 	default:
 		return nil, fmt.Errorf("responses_api: must be %q or %q (got %q)", ResponsesNative, ResponsesTranslate, o.ResponsesAPI)
+	}
+	if o.OAuth && a == anthropic {
+		a = anthropicSubscription
 	}
 	return a, nil
 }
@@ -274,6 +290,23 @@ func (a *Adapter) SetHeaders(h http.Header, key string, client []wire.Header) {
 			h.Set(fh.Name, v)
 		}
 	}
+	if a == anthropicSubscription {
+		h.Set("anthropic-beta", withBeta(h.Get("anthropic-beta"), usagewall.BearerBeta))
+	}
+}
+
+// withBeta adds flag to a comma-separated anthropic-beta value unless it
+// is there already.
+func withBeta(v, flag string) string {
+	if v == "" {
+		return flag
+	}
+	for f := range strings.SplitSeq(v, ",") {
+		if strings.TrimSpace(f) == flag {
+			return v
+		}
+	}
+	return v + "," + flag
 }
 
 // Exchange is how one client format reaches one provider kind: the

@@ -282,3 +282,35 @@ func TestCountTokensLocal(t *testing.T) {
 		t.Fatalf("estimate %s %v, want %s", out, err, want)
 	}
 }
+
+// A Claude subscription (oauth-profile anthropic provider) authenticates
+// with its access token as a bearer token and the OAuth beta flag, added
+// once to whatever beta values the client sent; other kinds and profiles
+// are unchanged.
+func TestSubscriptionCredentials(t *testing.T) {
+	sub, err := For(KindAnthropic, Options{OAuth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := http.Header{}
+	sub.SetHeaders(h, "sk-ant-oat01-x", nil)
+	if h.Get("Authorization") != "Bearer sk-ant-oat01-x" || h.Get("x-api-key") != "" || h.Get("anthropic-beta") != "oauth-2025-04-20" {
+		t.Fatalf("subscription headers %v", h)
+	}
+	for _, client := range []string{"tools-2024", "tools-2024,oauth-2025-04-20", "oauth-2025-04-20, tools-2024"} {
+		h = http.Header{}
+		sub.SetHeaders(h, "tok", []wire.Header{{Name: "anthropic-beta", Value: client}})
+		if got := h.Get("anthropic-beta"); strings.Count(got, "oauth-2025-04-20") != 1 || !strings.Contains(got, "tools-2024") {
+			t.Fatalf("client beta %q → %q", client, got)
+		}
+	}
+	if !sub.UsageWall() {
+		t.Fatal("subscription accounts have the usage wall")
+	}
+	oa, _ := For(KindOpenAI, Options{OAuth: true})
+	h = http.Header{}
+	oa.SetHeaders(h, "tok", nil)
+	if h.Get("Authorization") != "Bearer tok" || h.Get("anthropic-beta") != "" {
+		t.Fatalf("openai oauth headers %v", h)
+	}
+}

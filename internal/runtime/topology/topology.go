@@ -113,7 +113,7 @@ type Topology struct {
 func Build(cfg *config.Config) (*Topology, error) {
 	t := &Topology{providers: map[string]*Provider{}, combos: map[string]*Combo{}}
 	for _, pc := range cfg.Providers {
-		a, err := provider.For(pc.Kind, provider.Options{ResponsesAPI: pc.ResponsesAPI})
+		a, err := provider.For(pc.Kind, provider.Options{ResponsesAPI: pc.ResponsesAPI, OAuth: pc.Profile == config.ProfileOAuth})
 		if err != nil {
 			return nil, fmt.Errorf("providers: %s: %w", pc.ID, err)
 		}
