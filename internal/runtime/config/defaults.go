@@ -30,6 +30,11 @@ const (
 	DefaultConnectTimeoutMS   = 10000
 	DefaultFirstByteTimeoutMS = 120000
 	DefaultIdleTimeoutMS      = 60000
+	// DefaultRequestDeadlineMS is 15 minutes.
+	DefaultRequestDeadlineMS = 900000
+	// DefaultMaxInflightBodyBytes is 256 MiB of request bodies at once.
+	DefaultMaxInflightBodyBytes = 268435456
+	DefaultWriteTimeoutMS       = 60000
 	DefaultBackend            = BackendBadger
 	DefaultStatePath          = "./data"
 	DefaultPoliciesDir        = "./policies.d"
@@ -101,6 +106,9 @@ func ApplyDefaults(c *Config) {
 	setDefault(&s.ConnectTimeoutMS, DefaultConnectTimeoutMS)
 	setDefault(&s.FirstByteTimeoutMS, DefaultFirstByteTimeoutMS)
 	setDefault(&s.IdleTimeoutMS, DefaultIdleTimeoutMS)
+	setDefault(&s.RequestDeadlineMS, DefaultRequestDeadlineMS)
+	setDefault(&s.MaxInflightBodyBytes, DefaultMaxInflightBodyBytes)
+	setDefault(&s.WriteTimeoutMS, DefaultWriteTimeoutMS)
 
 	setDefault(&c.State.Backend, DefaultBackend)
 	setDefault(&c.State.Path, DefaultStatePath)
