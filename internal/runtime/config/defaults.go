@@ -35,11 +35,11 @@ const (
 	// DefaultMaxInflightBodyBytes is 256 MiB of request bodies at once.
 	DefaultMaxInflightBodyBytes = 268435456
 	DefaultWriteTimeoutMS       = 60000
-	DefaultBackend            = BackendBadger
-	DefaultStatePath          = "./data"
-	DefaultPoliciesDir        = "./policies.d"
-	DefaultEvalTimeoutMS      = 50
-	DefaultStrategy           = "priority"
+	DefaultBackend              = BackendBadger
+	DefaultStatePath            = "./data"
+	DefaultPoliciesDir          = "./policies.d"
+	DefaultEvalTimeoutMS        = 50
+	DefaultStrategy             = "priority"
 	// Policy bundle and decision log defaults (docs/policies.md).
 	DefaultBundlePollIntervalMS = 30000
 	DefaultBundleAlgorithm      = "RS256"

@@ -36,6 +36,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/lease"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
@@ -70,6 +71,10 @@ type Options struct {
 	Upstream Upstream
 	// UserAgent is sent upstream.
 	UserAgent string
+	// Redactor removes credentials from every upstream text the proxy
+	// passes on (error bodies, messages, relayed headers) or logs; nil
+	// removes key-shaped tokens only.
+	Redactor *redact.Redactor
 }
 
 // Proxy serves gateway requests. Build it with New, call Start before
@@ -85,6 +90,7 @@ type Proxy struct {
 	up      Upstream
 	ownUp   bool
 	ua      string
+	red     *redact.Redactor
 
 	adm        *admission.Manager
 	admEnv     admission.Defaults
@@ -141,7 +147,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	p := &Proxy{
 		cfg: o.Config, eng: o.Engine, store: o.Store, log: o.Logger, access: o.Access,
-		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent,
+		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent, red: o.Redactor,
 	}
 	if p.up == nil {
 		sc := o.Config.Server

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/runtime/relay"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -17,6 +19,20 @@ import (
 // admission pace the connection with that hint, records the outcome in
 // the engine exactly once and keeps it as the request's last failure.
 func (p *Proxy) recordFailure(ctx context.Context, x *state, cd topology.Candidate, status int, hdr http.Header, body []byte, terr error) {
+	switch {
+	case terr != nil && ctx.Err() != nil:
+		// The request ended (its client left, its deadline passed, the
+		// gateway stops) and the call failed with it: not upstream health.
+		return
+	case upstream.IsLocal(terr):
+		// Nothing was sent (a header that cannot be sent, a route that
+		// cannot be built): the gateway's own error, answered as such if
+		// no other target serves the request (admissionErr is the
+		// request's local refusal).
+		x.admissionErr = &wire.APIError{Status: 500, Type: "server_error", Code: "local_error",
+			Message: fmt.Sprintf("the request to %s could not be sent: %s", cd.Provider.ID, p.red.String(terr.Error()))}
+		return
+	}
 	in := engine.ErrorInput{
 		Provider:     cd.Provider.ID,
 		Connection:   cd.Connection.ID,

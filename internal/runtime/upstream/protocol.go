@@ -1,6 +1,8 @@
 package upstream
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -41,7 +43,61 @@ var (
 	// ErrMalformedResponse: the status line or headers do not parse as
 	// HTTP.
 	ErrMalformedResponse = errors.New("malformed HTTP response")
+	// ErrMalformedBody: a 2xx answer's body is not the JSON object its
+	// API promises (an HTML error page, truncated JSON).
+	ErrMalformedBody = errors.New("2xx answer is not a JSON object")
+	// ErrNotEventStream: the 2xx answer to a streaming request is not an
+	// event stream (a JSON or HTML body instead).
+	ErrNotEventStream = errors.New("2xx answer to a streaming request is not an event stream")
 )
+
+// maxValidatedBody is the size up to which CheckJSONBody parses a whole
+// body; a larger one is only checked to start and end like an object.
+const maxValidatedBody = 1 << 20
+
+// CheckJSONBody checks that a 2xx non-streaming answer is a JSON object,
+// cheaply: it must start with '{' and end with '}' (spaces aside), and up
+// to 1 MiB it must parse (json.Valid). Otherwise it returns a
+// *ProtocolError wrapping ErrMalformedBody: the upstream answered
+// "success" with a body no client can use, which fails over like any
+// broken answer.
+func CheckJSONBody(b []byte) error {
+	t := bytes.TrimSpace(b)
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' || len(t) <= maxValidatedBody && !json.Valid(t) {
+		return protocolErr(ErrMalformedBody, "")
+	}
+	return nil
+}
+
+// CheckEventStream checks the Content-Type of a 2xx answer to a streaming
+// request: text/event-stream, or none at all (some servers omit it).
+// Another type fails with a *ProtocolError wrapping ErrNotEventStream.
+func CheckEventStream(h http.Header) error {
+	ct := h.Get("Content-Type")
+	if ct == "" {
+		return nil
+	}
+	mt, _, _ := strings.Cut(ct, ";")
+	if !strings.EqualFold(strings.TrimSpace(mt), "text/event-stream") {
+		return protocolErr(ErrNotEventStream, safeType(mt))
+	}
+	return nil
+}
+
+// safeType renders a media type for messages: lower case, at most 40
+// bytes, letters, digits and "/.+-" only.
+func safeType(v string) string {
+	v = strings.ToLower(strings.TrimSpace(v))
+	if len(v) > 40 {
+		v = v[:40]
+	}
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || strings.ContainsRune("/.+-", r) {
+			return r
+		}
+		return '?'
+	}, v)
+}
 
 // ProtocolError is an upstream answer that arrived but breaks the HTTP
 // contract the gateway relies on: oversized headers, an oversized or
