@@ -42,8 +42,9 @@ type loop struct {
 }
 
 // newLoop builds the loop for cfgYAML (providers' base_url may be any
-// URL: no socket is opened) and the mock script.
-func newLoop(t *testing.T, cfgYAML, script string) *loop {
+// URL: no socket is opened) and the mock script; opts adjust the proxy's
+// options.
+func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*proxy.Options)) *loop {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgYAML), "test.yaml")
 	if err != nil {
@@ -77,8 +78,12 @@ func newLoop(t *testing.T, cfgYAML, script string) *loop {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l.p, err = proxy.New(proxy.Options{Config: cfg, Topology: topo, Engine: l.eng, Store: st, Clock: l.clock,
-		Metrics: l.metrics, Upstream: l.up, UserAgent: "breakwater/test"})
+	po := proxy.Options{Config: cfg, Topology: topo, Engine: l.eng, Store: st, Clock: l.clock,
+		Metrics: l.metrics, Upstream: l.up, UserAgent: "breakwater/test"}
+	for _, o := range opts {
+		o(&po)
+	}
+	l.p, err = proxy.New(po)
 	if err != nil {
 		t.Fatal(err)
 	}
