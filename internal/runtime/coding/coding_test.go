@@ -46,15 +46,15 @@ func gz(t testing.TB, b []byte) []byte {
 	return buf.Bytes()
 }
 
-// TestDecodeAllBounded: a bomb (20 MB of zeros in about 20 KB of gzip,
+// TestDecodeAllBounded: a bomb (4 MB of zeros in about 4 KB of gzip,
 // the probe's ratio) stops at the limit; a body at the limit decodes.
 func TestDecodeAllBounded(t *testing.T) {
-	bomb := gz(t, make([]byte, 20<<20))
-	if len(bomb) > 40<<10 {
+	bomb := gz(t, make([]byte, 4<<20))
+	if len(bomb) > 8<<10 {
 		t.Fatalf("the bomb is %d bytes", len(bomb))
 	}
-	if _, err := DecodeAll("gzip", bomb, 1<<20); !errors.Is(err, ErrTooLarge) {
-		t.Fatalf("20 MB bomb under a 1 MiB limit: %v", err)
+	if _, err := DecodeAll("gzip", bomb, 256<<10); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("4 MB bomb under a 256 KiB limit: %v", err)
 	}
 	exact := bytes.Repeat([]byte("x"), 1000)
 	out, err := DecodeAll("x-gzip", gz(t, exact), 1000)
