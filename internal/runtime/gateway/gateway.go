@@ -127,12 +127,13 @@ func (g *Gateway) start(ctx context.Context, cfg *config.Config, o Options) erro
 	g.Engine.SetObserver(m.EngineObserver())
 	g.proxy, err = proxy.New(proxy.Options{Config: cfg, Topology: topo, Engine: g.Engine, Store: g.Store,
 		Logger: o.Logger.Named("proxy"), Access: o.Logger.Named("access"), Clock: timerClock(o.Clock), Metrics: m,
-		UserAgent: "breakwater/" + version(o.Version)})
+		UserAgent: "breakwater/" + version(o.Version), Redactor: red})
 	if err != nil {
 		return err
 	}
 	g.Server, err = server.New(server.Options{Config: cfg, Engine: g.Engine, Proxy: g.proxy, Store: g.Store, Logger: o.Logger.Named("server"),
-		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins})
+		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins,
+		Redactor: red, Audit: o.Logger.Named("audit")})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,160 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/coding"
+	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
+)
+
+// readTimeout bounds the reading of one request (headers and body).
+const readTimeout = 60 * time.Second
+
+// installConnHooks sets what runs on a connection outside the handlers:
+// the body budget's HeaderReceived hook, and connError for requests that
+// cannot be read. fasthttp's own error messages may quote the request's
+// bytes (client keys, the admin token): SecureErrorLogMessage keeps them
+// out, and connError never logs them anyway.
+func (s *Server) installConnHooks() {
+	srv := s.app.Server()
+	srv.SecureErrorLogMessage = true
+	srv.HeaderReceived = s.budget.headerReceived
+	srv.ErrorHandler = s.connError
+}
+
+// connError answers a request fasthttp could not read: 431 for headers
+// over the read buffer, 413 for a body over server.max_request_bytes, 503
+// for one the body budget refused room, 408 for a read that timed out,
+// 400 for anything else that does not parse as HTTP. The log line (debug)
+// names the kind of fault and the client's address, never the request's
+// bytes. The connection is closed after the answer.
+func (s *Server) connError(ctx *fasthttp.RequestCtx, err error) {
+	refused := s.budget.release(&ctx.Request.Header)
+	e := connErrorAnswer(err, s.cfg.Server.MaxRequestBytes)
+	if refused {
+		e = budgetRefusal()
+	}
+	if s.log.IsDebug() {
+		s.log.Debug("unreadable request refused", "client_ip", ctx.RemoteIP().String(), "status", e.Status, "code", e.Code)
+	}
+	ctx.SetConnectionClose()
+	if ra := e.RetryAfterSeconds(); ra != "" {
+		ctx.Response.Header.Set("Retry-After", ra)
+	}
+	ctx.SetContentType(fiber.MIMEApplicationJSON)
+	ctx.SetStatusCode(e.Status)
+	f := wire.FormatChat
+	if string(ctx.Path()) == "/v1/messages" {
+		f = wire.FormatMessages
+	}
+	ctx.SetBody(e.Body(f))
+}
+
+// connErrorAnswer maps a fasthttp read error to the client's answer. Its
+// message is the gateway's own: fasthttp's may quote the request.
+func connErrorAnswer(err error, maxBody int64) *wire.APIError {
+	var small *fasthttp.ErrSmallBuffer
+	var ne net.Error
+	switch {
+	case errors.As(err, &small):
+		return &wire.APIError{Status: 431, Type: "invalid_request_error", Code: "request_header_fields_too_large",
+			Message: "the request's headers are too large"}
+	case errors.Is(err, fasthttp.ErrBodyTooLarge):
+		return bodyTooLarge(maxBody)
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.As(err, &ne) && ne.Timeout(), errors.Is(err, fasthttp.ErrTimeout):
+		return &wire.APIError{Status: 408, Type: "invalid_request_error", Code: "request_timeout",
+			Message: "the request was not received in time"}
+	case errors.Is(err, fasthttp.ErrGetOnly):
+		return &wire.APIError{Status: 405, Type: "invalid_request_error", Code: "method_not_allowed", Message: "method not allowed"}
+	}
+	return &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "malformed_request",
+		Message: "the request is not well-formed HTTP/1.1"}
+}
+
+// bodyTooLarge is the 413 of a body over server.max_request_bytes.
+func bodyTooLarge(maxBody int64) *wire.APIError {
+	return &wire.APIError{Status: 413, Type: "invalid_request_error", Code: "request_too_large",
+		Message: "request body exceeds server.max_request_bytes (" + strconv.FormatInt(maxBody, 10) + " bytes)"}
+}
+
+// budgetRefusal is the 503 of a request the body budget found no room
+// for within the queue-wait budget.
+func budgetRefusal() *wire.APIError {
+	return &wire.APIError{Status: 503, Type: "server_error", Code: "body_budget_exhausted", RetryAfter: time.Second,
+		Message: "the gateway holds as many request bodies as server.max_inflight_body_bytes allows; retry shortly"}
+}
+
+// prepareBody is the first handler of every route. It takes the
+// request's share of the body budget (answering 503 when it was refused
+// room), decodes a compressed body (decodeBody), runs the route, and
+// releases the share when the route is done with the body — unless a
+// committed stream took it over (bodyHeldLocal), which releases it when
+// it ends.
+func (s *Server) prepareBody(c *fiber.Ctx) error {
+	h := &c.Context().Request.Header
+	if s.budget.claim(h) {
+		c.Context().SetConnectionClose()
+		return s.writeError(c, budgetRefusal(), formatOf(c))
+	}
+	if e := s.decodeBody(c); e != nil {
+		s.budget.release(h)
+		return s.writeError(c, e, formatOf(c))
+	}
+	err := c.Next()
+	if c.Locals(bodyHeldLocal) == nil {
+		s.budget.release(h)
+	}
+	return err
+}
+
+// bodyHeldLocal marks a request whose committed stream holds its body.
+const bodyHeldLocal = "bw.body-held"
+
+// decodeBody makes a compressed request body plain, in place: one layer
+// of gzip or deflate, decoded up to server.max_request_bytes (413 past
+// it; a decompression bomb stops there), Content-Encoding removed. A
+// stacked or other coding is refused with 415, a body that does not
+// decode with 400. Fiber's Ctx.Body, which would decode without a bound,
+// then finds nothing to decode.
+func (s *Server) decodeBody(c *fiber.Ctx) *wire.APIError {
+	v := c.Request().Header.Peek(fiber.HeaderContentEncoding)
+	if len(v) == 0 {
+		return nil
+	}
+	cd, ok := coding.Parse(string(v))
+	if !ok {
+		return &wire.APIError{Status: 415, Type: "invalid_request_error", Code: "unsupported_content_encoding", Param: "Content-Encoding",
+			Message: "request bodies may be sent plain or with one layer of gzip or deflate (got Content-Encoding " + quote(cd) + ")"}
+	}
+	if cd != "" {
+		out, err := coding.DecodeAll(cd, c.Request().Body(), s.cfg.Server.MaxRequestBytes)
+		switch {
+		case errors.Is(err, coding.ErrTooLarge):
+			e := bodyTooLarge(s.cfg.Server.MaxRequestBytes)
+			e.Message = "decoded " + e.Message
+			return e
+		case err != nil:
+			return &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "invalid_body_encoding", Param: "Content-Encoding",
+				Message: "the request body does not decode as " + cd}
+		}
+		c.Request().SetBodyRaw(out)
+	}
+	c.Request().Header.Del(fiber.HeaderContentEncoding)
+	return nil
+}
+
+// maxBodyBytes is the configured request body limit.
+func maxBodyBytes(cfg *config.Config) int64 {
+	if n := cfg.Server.MaxRequestBytes; n > 0 {
+		return n
+	}
+	return config.DefaultMaxRequestBytes
+}
