@@ -32,8 +32,9 @@ const (
 	DefaultIdleTimeoutMS      = 60000
 	// DefaultRequestDeadlineMS is 15 minutes.
 	DefaultRequestDeadlineMS = 900000
-	// DefaultMaxInflightBodyBytes is 256 MiB of request bodies at once.
-	DefaultMaxInflightBodyBytes = 268435456
+	// DefaultMaxInflightBodyBytes is 64 MiB of request bodies at once
+	// (at least max_request_bytes).
+	DefaultMaxInflightBodyBytes = 67108864
 	DefaultWriteTimeoutMS       = 60000
 	DefaultBackend              = BackendBadger
 	DefaultStatePath            = "./data"
@@ -107,7 +108,7 @@ func ApplyDefaults(c *Config) {
 	setDefault(&s.FirstByteTimeoutMS, DefaultFirstByteTimeoutMS)
 	setDefault(&s.IdleTimeoutMS, DefaultIdleTimeoutMS)
 	setDefault(&s.RequestDeadlineMS, DefaultRequestDeadlineMS)
-	setDefault(&s.MaxInflightBodyBytes, DefaultMaxInflightBodyBytes)
+	setDefault(&s.MaxInflightBodyBytes, max(DefaultMaxInflightBodyBytes, s.MaxRequestBytes))
 	setDefault(&s.WriteTimeoutMS, DefaultWriteTimeoutMS)
 
 	setDefault(&c.State.Backend, DefaultBackend)

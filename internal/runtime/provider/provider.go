@@ -189,7 +189,7 @@ var forwardable = func() []string {
 // MaxForwardedValue bounds the value of a client header forwarded
 // upstream. anthropic-beta lists a few feature names (~300 bytes in the
 // newest clients); a longer value is not a request any provider serves.
-const MaxForwardedValue = 4096
+const MaxForwardedValue = 2048
 
 // CheckForwarded checks a client header value before it is forwarded
 // upstream (name is one of Forwardable): no control byte but tab (a CR,

@@ -294,7 +294,7 @@ func TestCheckForwarded(t *testing.T) {
 		{"2023-06-01", ""},
 		{"tools-2024-05-16\x01", "anthropic-beta: header value contains a control character"},
 		{"x\r\nx-api-key: stolen", "anthropic-beta: header value contains a control character"},
-		{strings.Repeat("b", MaxForwardedValue+1), "anthropic-beta: header value is 4097 bytes long; at most 4096 are forwarded"},
+		{strings.Repeat("b", MaxForwardedValue+1), "anthropic-beta: header value is 2049 bytes long; at most 2048 are forwarded"},
 	} {
 		err := CheckForwarded("anthropic-beta", c.v)
 		got := ""

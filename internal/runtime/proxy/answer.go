@@ -138,6 +138,11 @@ func (p *Proxy) answerExhausted(x *state, pool int) *Result {
 		res.Route = x.route()
 		return res
 	}
+	if status < 400 {
+		// A redirect (never followed) or another non-error status that
+		// failed: the client gets a gateway error, never the 3xx.
+		status = 502
+	}
 	return p.fail(x, &wire.APIError{Status: status, Type: "upstream_error", Code: string(f.outcome.Reason), RetryAfter: retry,
 		Message: fmt.Sprintf("upstream %s answered HTTP %d", f.cand.Provider.ID, f.status)})
 }

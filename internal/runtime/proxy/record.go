@@ -53,8 +53,14 @@ func (p *Proxy) recordFailure(ctx context.Context, x *state, cd topology.Candida
 	o = p.pace(cd, o)
 	p.record(ctx, x, cd, o, status, hdr, body)
 	if p.log.IsDebug() {
+		// The transport error's own text (redacted) is for debugging
+		// only; the client and the info log see the classified outcome.
+		errText := ""
+		if terr != nil {
+			errText = p.red.String(terr.Error())
+		}
 		p.log.Debug("attempt failed", "request_id", x.req.ID, "provider", cd.Provider.ID, "connection", cd.Connection.ID,
-			"model", cd.Model, "status", status, "reason", o.Reason, "scope", o.Scope, "rule", o.RuleID)
+			"model", cd.Model, "status", status, "reason", o.Reason, "scope", o.Scope, "rule", o.RuleID, "error", errText)
 	}
 }
 

@@ -88,11 +88,11 @@ func (s *Server) renderStream(c *fiber.Ctx, res *proxy.Result, sc *scope) error 
 	}
 	c.Status(res.Status)
 	c.Locals(bodyHeldLocal, true)
-	h, conn := &c.Context().Request.Header, c.Context().Conn()
+	req, conn := &c.Context().Request, c.Context().Conn()
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		s.streamTo(w, conn, func(w *bufio.Writer) { res.Stream.Run(w) })
 		sc.end()
-		s.budget.release(h)
+		s.doneWithBody(req)
 	})
 	return nil
 }

@@ -28,6 +28,7 @@ func (s *Server) installConnHooks() {
 	srv.SecureErrorLogMessage = true
 	srv.HeaderReceived = s.budget.headerReceived
 	srv.ErrorHandler = s.connError
+	srv.Handler = s.admit(srv.Handler)
 }
 
 // connError answers a request fasthttp could not read: 431 for headers
@@ -45,7 +46,14 @@ func (s *Server) connError(ctx *fasthttp.RequestCtx, err error) {
 	if s.log.IsDebug() {
 		s.log.Debug("unreadable request refused", "client_ip", ctx.RemoteIP().String(), "status", e.Status, "code", e.Code)
 	}
+	writeConnError(ctx, e)
 	ctx.SetConnectionClose()
+}
+
+// writeConnError answers e on a fasthttp request, in the Anthropic error
+// shape on /v1/messages, else OpenAI's.
+func writeConnError(ctx *fasthttp.RequestCtx, e *wire.APIError) {
+	ctx.Response.Reset()
 	if ra := e.RetryAfterSeconds(); ra != "" {
 		ctx.Response.Header.Set("Retry-After", ra)
 	}
@@ -92,27 +100,57 @@ func budgetRefusal() *wire.APIError {
 		Message: "the gateway holds as many request bodies as server.max_inflight_body_bytes allows; retry shortly"}
 }
 
-// prepareBody is the first handler of every route. It takes the
-// request's share of the body budget (answering 503 when it was refused
-// room), decodes a compressed body (decodeBody), runs the route, and
-// releases the share when the route is done with the body — unless a
-// committed stream took it over (bodyHeldLocal), which releases it when
-// it ends.
-func (s *Server) prepareBody(c *fiber.Ctx) error {
-	h := &c.Context().Request.Header
-	if s.budget.claim(h) {
-		c.Context().SetConnectionClose()
-		return s.writeError(c, budgetRefusal(), formatOf(c))
+// admit wraps Fiber's request handler. Before it, a request takes its
+// share of the body budget (503 when it was refused room), an unknown
+// method is answered 405, and a compressed body is decoded (decodeBody).
+// After it, the share is released — unless a committed stream took the
+// body over (bodyHeldLocal) and releases it when it ends. Wrapping the
+// handler rather than adding a route middleware covers what Fiber answers
+// without running one.
+func (s *Server) admit(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		h := &ctx.Request.Header
+		var e *wire.APIError
+		refused := s.budget.claim(h)
+		switch {
+		case refused:
+			e = budgetRefusal()
+		case !knownMethod(ctx.Method()):
+			e = &wire.APIError{Status: 405, Type: "invalid_request_error", Code: "method_not_allowed", Message: "method not allowed"}
+		default:
+			e = s.decodeBody(&ctx.Request)
+		}
+		if e != nil {
+			s.budget.release(h)
+			writeConnError(ctx, e)
+			if refused {
+				ctx.SetConnectionClose()
+			}
+			return
+		}
+		next(ctx)
+		if ctx.UserValue(bodyHeldLocal) == nil {
+			s.doneWithBody(&ctx.Request)
+		}
 	}
-	if e := s.decodeBody(c); e != nil {
-		s.budget.release(h)
-		return s.writeError(c, e, formatOf(c))
+}
+
+// doneWithBody releases a request's share of the body budget and lets the
+// garbage collector have a large body's buffer, which fasthttp would
+// otherwise keep in its pool for the next request — memory the budget no
+// longer counts.
+func (s *Server) doneWithBody(req *fasthttp.Request) {
+	s.budget.release(&req.Header)
+	req.ReleaseBody(largeBody)
+}
+
+// knownMethod reports whether m is a method some route may serve.
+func knownMethod(m []byte) bool {
+	switch string(m) {
+	case fiber.MethodGet, fiber.MethodHead, fiber.MethodPost, fiber.MethodPut, fiber.MethodPatch, fiber.MethodDelete, fiber.MethodOptions:
+		return true
 	}
-	err := c.Next()
-	if c.Locals(bodyHeldLocal) == nil {
-		s.budget.release(h)
-	}
-	return err
+	return false
 }
 
 // bodyHeldLocal marks a request whose committed stream holds its body.
@@ -124,8 +162,8 @@ const bodyHeldLocal = "bw.body-held"
 // stacked or other coding is refused with 415, a body that does not
 // decode with 400. Fiber's Ctx.Body, which would decode without a bound,
 // then finds nothing to decode.
-func (s *Server) decodeBody(c *fiber.Ctx) *wire.APIError {
-	v := c.Request().Header.Peek(fiber.HeaderContentEncoding)
+func (s *Server) decodeBody(req *fasthttp.Request) *wire.APIError {
+	v := req.Header.Peek(fiber.HeaderContentEncoding)
 	if len(v) == 0 {
 		return nil
 	}
@@ -135,7 +173,7 @@ func (s *Server) decodeBody(c *fiber.Ctx) *wire.APIError {
 			Message: "request bodies may be sent plain or with one layer of gzip or deflate (got Content-Encoding " + quote(cd) + ")"}
 	}
 	if cd != "" {
-		out, err := coding.DecodeAll(cd, c.Request().Body(), s.cfg.Server.MaxRequestBytes)
+		out, err := coding.DecodeAll(cd, req.Body(), s.cfg.Server.MaxRequestBytes)
 		switch {
 		case errors.Is(err, coding.ErrTooLarge):
 			e := bodyTooLarge(s.cfg.Server.MaxRequestBytes)
@@ -145,9 +183,9 @@ func (s *Server) decodeBody(c *fiber.Ctx) *wire.APIError {
 			return &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "invalid_body_encoding", Param: "Content-Encoding",
 				Message: "the request body does not decode as " + cd}
 		}
-		c.Request().SetBodyRaw(out)
+		req.SetBodyRaw(out)
 	}
-	c.Request().Header.Del(fiber.HeaderContentEncoding)
+	req.Header.Del(fiber.HeaderContentEncoding)
 	return nil
 }
 

@@ -160,10 +160,9 @@ func New(o Options) (*Server, error) {
 		// Never echo client input back in framework errors.
 		DisableDefaultContentType: false,
 	})
-	s.installConnHooks()
-	s.app.Use(s.prepareBody)
 	s.routes()
-	s.lingerOversized()
+	s.installConnHooks()
+	s.lingerOversized() // after installConnHooks: it wraps connError
 	return s, nil
 }
 
