@@ -515,6 +515,9 @@ func TestHostileClientAPI(t *testing.T) {
 			{"/v1/chat/completions", chatBody("openai/m1", ""), `{"model":"openai/m1","mod\u0065l":"gpt-expensive","messages":[{"role":"user","content":"x"}]}`, hOpenAIKey, "m1"},
 			{"/v1/messages", messagesBody("claude/c1", ""), `{"model":"claude/c1","mod\u0065l":"claude-expensive","max_tokens":16,"messages":[{"role":"user","content":"x"}]}`, hClaudeKey, "c1"},
 			{"/v1/responses", `{"model":"openai/m1","input":"hello"}`, `{"model":"openai/m1","mod\u0065l":"gpt-expensive","input":"x"}`, hOpenAIKey, "m1"},
+			{"/v1/messages/count_tokens", `{"model":"claude/c1","messages":[{"role":"user","content":"hello"}]}`, `{"model":"claude/c1","mod\u0065l":"claude-expensive","messages":[{"role":"user","content":"x"}]}`, hClaudeKey, "c1"},
+			{"/v1/embeddings", `{"model":"openai/m1","input":"hello"}`, `{"model":"openai/m1","mod\u0065l":"gpt-expensive","input":"x"}`, hOpenAIKey, "m1"},
+			{"/v1/completions", `{"model":"openai/m1","prompt":"hello"}`, `{"model":"openai/m1","mod\u0065l":"gpt-expensive","prompt":"x"}`, hOpenAIKey, "m1"},
 		} {
 			before, _ := h.mockStats()
 			if r := h.post(ep.path, ep.escaped); r.status != 400 || !bytes.Contains(r.body, []byte("model")) {

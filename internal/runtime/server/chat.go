@@ -58,7 +58,9 @@ func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
 		}
 	}
 	req.Query = forwardQuery(c)
-	req.Deadline = req.Start.Add(time.Duration(s.cfg.Server.RequestDeadlineMS) * time.Millisecond)
+	if d := s.cfg.Server.RequestDeadlineMS; d > 0 {
+		req.Deadline = req.Start.Add(time.Duration(d) * time.Millisecond)
+	}
 	sc := newScope(s.baseCtx, c.Context().Conn(), req.Deadline)
 	res := s.proxy.Serve(sc.ctx, req)
 	sc.settle()

@@ -11,7 +11,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/coding"
-	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -39,7 +38,7 @@ func (s *Server) installConnHooks() {
 // bytes. The connection is closed after the answer.
 func (s *Server) connError(ctx *fasthttp.RequestCtx, err error) {
 	refused := s.budget.release(&ctx.Request.Header)
-	e := connErrorAnswer(err, s.cfg.Server.MaxRequestBytes)
+	e := connErrorAnswer(err, s.bodyLimit())
 	if refused {
 		e = budgetRefusal()
 	}
@@ -173,10 +172,10 @@ func (s *Server) decodeBody(req *fasthttp.Request) *wire.APIError {
 			Message: "request bodies may be sent plain or with one layer of gzip or deflate (got Content-Encoding " + quote(cd) + ")"}
 	}
 	if cd != "" {
-		out, err := coding.DecodeAll(cd, req.Body(), s.cfg.Server.MaxRequestBytes)
+		out, err := coding.DecodeAll(cd, req.Body(), s.bodyLimit())
 		switch {
 		case errors.Is(err, coding.ErrTooLarge):
-			e := bodyTooLarge(s.cfg.Server.MaxRequestBytes)
+			e := bodyTooLarge(s.bodyLimit())
 			e.Message = "decoded " + e.Message
 			return e
 		case err != nil:
@@ -187,12 +186,4 @@ func (s *Server) decodeBody(req *fasthttp.Request) *wire.APIError {
 	}
 	req.Header.Del(fiber.HeaderContentEncoding)
 	return nil
-}
-
-// maxBodyBytes is the configured request body limit.
-func maxBodyBytes(cfg *config.Config) int64 {
-	if n := cfg.Server.MaxRequestBytes; n > 0 {
-		return n
-	}
-	return config.DefaultMaxRequestBytes
 }

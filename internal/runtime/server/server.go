@@ -136,7 +136,7 @@ func New(o Options) (*Server, error) {
 	s.fileTopology = o.Proxy.Routing().Topology
 	s.view.Store(&view{routing: o.Proxy.Routing(), models: modelsList(s.fileTopology)})
 
-	limit := maxBodyBytes(o.Config)
+	limit := s.bodyLimit()
 	inflight := max(o.Config.Server.MaxInflightBodyBytes, limit)
 	if o.Config.Server.MaxInflightBodyBytes == 0 {
 		inflight = max(config.DefaultMaxInflightBodyBytes, limit)
@@ -262,7 +262,7 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	var e *wire.APIError
 	switch status {
 	case fiber.StatusRequestEntityTooLarge:
-		e = bodyTooLarge(s.cfg.Server.MaxRequestBytes)
+		e = bodyTooLarge(s.bodyLimit())
 	case fiber.StatusNotFound:
 		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "not_found", Message: "no such endpoint: " + c.Method() + " " + wire.Clip(c.Path())}
 	case fiber.StatusMethodNotAllowed:
