@@ -55,11 +55,14 @@ func (p *Proxy) Reject(req *Request, e *wire.APIError) *Result {
 // a JSON object (an HTML page, truncated JSON) is the upstream's broken
 // answer: recorded as a protocol error and failed over.
 func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h http.Header, rb []byte) *Result {
-	if err := upstream.CheckJSONBody(rb); err != nil {
-		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
-		return nil
-	}
-	if ex.Translated() {
+	if !ex.Translated() {
+		// A translated answer is parsed by its translator, which fails on
+		// the same bodies.
+		if err := upstream.CheckJSONBody(rb); err != nil {
+			p.recordFailure(ctx, x, cd, 0, nil, nil, err)
+			return nil
+		}
+	} else {
 		var err error
 		if rb, err = ex.Response(&x.body, rb, cd.Model); err != nil {
 			// The upstream answered 2xx with a body we cannot read: a

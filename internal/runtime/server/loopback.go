@@ -1,12 +1,12 @@
 package server
 
 import (
-	"mime"
 	"net"
 	"net/url"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -30,7 +30,9 @@ import (
 // The console is not concerned: it calls the admin API with the admin
 // token, from the gateway's own origin.
 func (s *Server) loopbackOnly(c *fiber.Ctx) *wire.APIError {
-	if host := hostOnly(string(c.Request().Host())); !s.localHost(host) {
+	// The Host header itself (Fiber's Hostname would prefer
+	// X-Forwarded-Host, which a rebinding page may send).
+	if host := hostOnly(utils.UnsafeString(c.Request().Host())); !s.localHost(host) {
 		return &wire.APIError{Status: 403, Type: "permission_error", Code: "forbidden_host",
 			Message: "without client keys the gateway answers only requests addressed to a loopback host (got Host " + quote(wire.Clip(host)) + ")"}
 	}
@@ -42,8 +44,8 @@ func (s *Server) loopbackOnly(c *fiber.Ctx) *wire.APIError {
 		}
 	}
 	if c.Method() == fiber.MethodPost {
-		mt, _, err := mime.ParseMediaType(c.Get(fiber.HeaderContentType))
-		if err != nil || mt != fiber.MIMEApplicationJSON {
+		mt, _, _ := strings.Cut(c.Get(fiber.HeaderContentType), ";")
+		if !strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON) {
 			return &wire.APIError{Status: 415, Type: "invalid_request_error", Code: "unsupported_media_type", Param: "Content-Type",
 				Message: "send the request body as Content-Type: application/json"}
 		}
@@ -54,7 +56,7 @@ func (s *Server) loopbackOnly(c *fiber.Ctx) *wire.APIError {
 // localHost reports whether host names this machine: a loopback name or
 // address, or the configured listen host.
 func (s *Server) localHost(host string) bool {
-	if config.IsLoopback(host) {
+	if host == "127.0.0.1" || host == "localhost" || config.IsLoopback(host) {
 		return true
 	}
 	lh, _, err := net.SplitHostPort(s.cfg.Server.Listen)

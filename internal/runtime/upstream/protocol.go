@@ -52,12 +52,14 @@ var (
 )
 
 // maxValidatedBody is the size up to which CheckJSONBody parses a whole
-// body; a larger one is only checked to start and end like an object.
-const maxValidatedBody = 1 << 20
+// body (about 2 µs for a typical 450-byte chat answer, no allocation;
+// BenchmarkCheckJSONBody); a larger one is only checked to start and end
+// like an object.
+const maxValidatedBody = 64 << 10
 
 // CheckJSONBody checks that a 2xx non-streaming answer is a JSON object,
 // cheaply: it must start with '{' and end with '}' (spaces aside), and up
-// to 1 MiB it must parse (json.Valid). Otherwise it returns a
+// to 64 KiB it must parse (json.Valid). Otherwise it returns a
 // *ProtocolError wrapping ErrMalformedBody: the upstream answered
 // "success" with a body no client can use, which fails over like any
 // broken answer.
