@@ -266,6 +266,7 @@ func (p *Proxy) relayConfig(x *state, ex *provider.Exchange) relay.Config {
 		Stall:        p.stallConfig(st),
 		Throughput:   p.throughputConfig(st),
 		Idle:         p.up.Timeouts().Idle,
+		Redact:       p.red.Bytes,
 	}
 }
 
