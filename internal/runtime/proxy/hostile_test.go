@@ -208,3 +208,22 @@ func TestUnknownModelIsClipped(t *testing.T) {
 		t.Fatalf("answer %d of %d bytes", res.Status, len(body))
 	}
 }
+
+// A stream whose events do not parse is the upstream's protocol error:
+// recorded against the connection, never the breaker.
+func TestUntranslatableStreamIsAProtocolError(t *testing.T) {
+	l := newLoop(t, loopConfig, `rules: [{model: c1, responses: [{body: "event: message_start\ndata: {not json\n\n", headers: {Content-Type: text/event-stream}}]}]`)
+	for range 15 {
+		l.clock.Advance(time.Hour) // past the connection's cooldown
+		res, body := l.serve(l.request(wire.FormatChat, chat("claude/c1", `,"stream":true`)))
+		if res.Status != 502 {
+			t.Fatalf("answer %d %s", res.Status, body)
+		}
+	}
+	if n := l.failures("claude"); n != 0 {
+		t.Fatalf("breaker failure count %d", n)
+	}
+	if got := l.counter("breakwater_attempts_total", map[string]string{"connection": "k1", "reason": "server_error"}); got != 15 {
+		t.Fatalf("%v attempts recorded as server_error, want 15", got)
+	}
+}

@@ -122,6 +122,10 @@ func (p *Proxy) recordStreamFailure(ctx context.Context, x *state, cd topology.C
 		p.record(ctx, x, cd, o, 502, nil, e.Body(x.format))
 	case relay.ReasonUpstreamErrorEvent:
 		p.recordFailure(ctx, x, cd, 502, nil, f.Data, nil)
+	case relay.ReasonTranslateError:
+		// An event that does not parse: the upstream's protocol error,
+		// not a transport failure.
+		p.recordFailure(ctx, x, cd, 0, nil, nil, &upstream.ProtocolError{Err: upstream.ErrMalformedBody, Detail: "untranslatable event"})
 	default:
 		p.recordFailure(ctx, x, cd, 0, nil, nil, f)
 	}
