@@ -142,12 +142,14 @@ func (g *Gateway) start(ctx context.Context, cfg *config.Config, o Options) erro
 		RequestObserver: func(r reqlog.Record) {
 			requests.Add(r)
 		},
+		Redactor: red,
 	})
 	if err != nil {
 		return err
 	}
 	g.Server, err = server.New(server.Options{Config: cfg, Engine: g.Engine, Proxy: g.proxy, Store: g.Store, Logger: o.Logger.Named("server"),
-		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins, Requests: requests})
+		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins, Requests: requests,
+		Redactor: red, Audit: o.Logger.Named("audit")})
 	if err != nil {
 		return err
 	}

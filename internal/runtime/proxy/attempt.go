@@ -137,14 +137,17 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 // once sent; its deadline bounds it.
 func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, out []byte, route upstream.Route, budget time.Duration) *Result {
 	if err := ctx.Err(); err != nil {
-		return p.fail(x, cancelled())
+		return p.fail(x, cancelled(ctx))
 	}
 	h := p.upstreamHeaders(x, cd)
 	t0 := time.Now()
 	firstByte := p.up.Timeouts().FirstByte
-	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, t0.Add(min(budget, firstByte)))
+	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, x.bufferedDeadline(t0.Add(min(budget, firstByte))))
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
+		if errors.Is(err, upstream.ErrDeadline) && x.pastDeadline(time.Now()) {
+			return p.fail(x, endedBy(ErrRequestDeadline)) // our own deadline: not upstream health
+		}
 		if errors.Is(err, upstream.ErrDeadline) && budget <= firstByte {
 			return p.fail(x, executionTimeout(cd, budget))
 		}
@@ -212,6 +215,15 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 // failure before commit is recorded and the caller fails over; otherwise
 // the answer is a committed Stream that finalises the request once.
 func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, resp *http.Response, cancel context.CancelFunc, t0 time.Time) *Result {
+	if err := upstream.CheckEventStream(resp.Header); err != nil {
+		// A JSON or HTML body where an event stream was asked for: the
+		// upstream's protocol error, not a transport failure.
+		resp.Body.Close()
+		cancel()
+		x.upstreamTime += time.Since(t0)
+		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
+		return nil
+	}
 	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: t0}
 	if tr := ex.Stream(&x.body, cd.Model); tr != nil {
 		a.Translator = tr
@@ -237,7 +249,7 @@ func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candida
 	res := p.answer(x, resp.StatusCode)
 	res.Route = x.route()
 	res.Header = routeHeaders(res.Header, x, cd)
-	copyResponseHeaders(res, resp.Header)
+	p.copyResponseHeaders(res, resp.Header)
 	if ex.Translated() || resp.Header.Get("Content-Type") == "" {
 		res.set("Content-Type", "text/event-stream")
 	}
@@ -258,6 +270,7 @@ func (p *Proxy) relayConfig(x *state, ex *provider.Exchange) relay.Config {
 		Stall:        p.stallConfig(st),
 		Throughput:   p.throughputConfig(st),
 		Idle:         p.up.Timeouts().Idle,
+		Redact:       p.red.Bytes,
 	}
 }
 

@@ -36,6 +36,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/lease"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
@@ -86,6 +87,10 @@ type Options struct {
 	// block; the record's slices are only valid during the call (copy
 	// what is kept).
 	RequestObserver func(reqlog.Record)
+	// Redactor removes credentials from every upstream text the proxy
+	// passes on (error bodies, messages, relayed headers) or logs; nil
+	// removes key-shaped tokens only.
+	Redactor *redact.Redactor
 }
 
 // Proxy serves gateway requests. Build it with New, call Start before
@@ -101,6 +106,7 @@ type Proxy struct {
 	up      Upstream
 	ownUp   bool
 	ua      string
+	red     *redact.Redactor
 
 	classify func(context.Context, engine.ErrorInput) engine.Outcome
 	route    strategy.RouteFunc
@@ -161,7 +167,7 @@ func New(o Options) (*Proxy, error) {
 	}
 	p := &Proxy{
 		cfg: o.Config, eng: o.Engine, store: o.Store, log: o.Logger, access: o.Access,
-		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent,
+		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent, red: o.Redactor,
 		classify: o.Classify, route: o.Route, observe: o.RequestObserver,
 	}
 	if p.classify == nil {

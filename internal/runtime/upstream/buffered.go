@@ -68,11 +68,15 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 // to MaxRedirectBody), a gzip or deflate body is decoded (bounded by
 // MaxBodyBytes, Content-Encoding and Content-Length removed), and
 // oversized, malformed or undecodable answers fail with a *ProtocolError.
-// A call cut by the deadline fails with an error wrapping ErrDeadline.
+// A call cut by the deadline fails with an error wrapping ErrDeadline; one
+// that cannot be sent, with a *LocalError.
 func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Route, deadline time.Time) (*Buffered, error) {
+	if err := CheckHeaders(h); err != nil {
+		return nil, err
+	}
 	c, err := p.fastClient(r)
 	if err != nil {
-		return nil, err
+		return nil, &LocalError{Err: err}
 	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()

@@ -161,12 +161,17 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 // guarded by the idle timeout: a body that stays silent longer than Idle
 // is cancelled through cancel and reads fail with ErrIdleTimeout. An
 // answer with headers over MaxResponseHeaderBytes, a malformed one or one
-// in an encoding the client cannot decode fails with a *ProtocolError.
-// The caller must close the body.
+// in an encoding the client cannot decode fails with a *ProtocolError; a
+// request that cannot be sent (an invalid header, a route that cannot be
+// built) fails with a *LocalError before anything is sent. The caller
+// must close the body.
 func (p *Pool) Do(req *http.Request, r Route, cancel context.CancelFunc) (*http.Response, error) {
+	if err := CheckHeaders(req.Header); err != nil {
+		return nil, err
+	}
 	c, err := p.Client(r)
 	if err != nil {
-		return nil, err
+		return nil, &LocalError{Err: err}
 	}
 	resp, err := c.Do(req)
 	if err != nil {

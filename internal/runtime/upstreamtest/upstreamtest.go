@@ -61,6 +61,9 @@ var errReset = errors.New("upstreamtest: connection reset by the handler")
 // A handler that aborts (panics with http.ErrAbortHandler) before its
 // header is a transport error; after it, a truncated body.
 func (u *Upstream) Do(req *http.Request, _ upstream.Route, _ context.CancelFunc) (*http.Response, error) {
+	if err := upstream.CheckHeaders(req.Header); err != nil {
+		return nil, err // as the real client: nothing is sent
+	}
 	u.calls.Add(1)
 	ctx, cancel := context.WithCancel(req.Context())
 	pr, pw := io.Pipe()
@@ -111,6 +114,9 @@ func (u *Upstream) Do(req *http.Request, _ upstream.Route, _ context.CancelFunc)
 // running at the deadline is cancelled and the call fails with an error
 // wrapping upstream.ErrDeadline.
 func (u *Upstream) DoBuffered(method, url string, h http.Header, b []byte, _ upstream.Route, deadline time.Time) (*upstream.Buffered, error) {
+	if err := upstream.CheckHeaders(h); err != nil {
+		return nil, err
+	}
 	u.calls.Add(1)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	defer cancel()
