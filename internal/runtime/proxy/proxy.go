@@ -36,6 +36,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/lease"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
+	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
@@ -57,9 +58,9 @@ type Options struct {
 	Store engine.Store
 	// Logger is the proxy's logger, named by the caller; nil discards.
 	Logger hclog.Logger
-	// Access receives the one access line of each client request; nil
+	// Access writes the one access line of each client request; nil
 	// discards.
-	Access hclog.Logger
+	Access *accesslog.Writer
 	// Clock tells the time and makes the timers of every wait (admission
 	// queues, §6 combo waits); nil is the system clock.
 	Clock admission.Clock
@@ -95,7 +96,7 @@ type Proxy struct {
 	eng     *engine.Engine
 	store   engine.Store
 	log     hclog.Logger
-	access  hclog.Logger
+	access  *accesslog.Writer
 	clock   admission.Clock
 	metrics *metrics.Metrics
 	up      Upstream
@@ -154,7 +155,7 @@ func New(o Options) (*Proxy, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Access == nil {
-		o.Access = hclog.NewNullLogger()
+		o.Access = accesslog.FromLogger(nil)
 	}
 	if o.Clock == nil {
 		o.Clock = admission.SystemClock()
