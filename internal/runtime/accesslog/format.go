@@ -6,6 +6,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/internal/jsonenc"
 )
 
 // appendText appends l in hclog's text format: time, level, name, message,
@@ -161,7 +163,7 @@ func (w *Writer) appendJSON(b []byte, t time.Time, l *Line) []byte {
 	b = append(b, `{"@level":"info","@message":"request",`...)
 	if w.name != "" {
 		b = append(b, `"@module":`...)
-		b = appendJSONString(b, w.name)
+		b = jsonenc.AppendStringStd(b, w.name)
 		b = append(b, ',')
 	}
 	b = append(b, `"@timestamp":"`...)
@@ -169,15 +171,15 @@ func (w *Writer) appendJSON(b []byte, t time.Time, l *Line) []byte {
 	b = append(b, `","attempts":`...)
 	b = strconv.AppendInt(b, int64(l.Attempts), 10)
 	b = append(b, `,"code":`...)
-	b = appendJSONString(b, l.Code)
+	b = jsonenc.AppendStringStd(b, l.Code)
 	b = append(b, `,"connection":`...)
-	b = appendJSONString(b, l.Connection)
+	b = jsonenc.AppendStringStd(b, l.Connection)
 	b = append(b, `,"model":`...)
-	b = appendJSONString(b, l.Model)
+	b = jsonenc.AppendStringStd(b, l.Model)
 	b = append(b, `,"provider":`...)
-	b = appendJSONString(b, l.Provider)
+	b = jsonenc.AppendStringStd(b, l.Provider)
 	b = append(b, `,"request_id":`...)
-	b = appendJSONString(b, l.RequestID)
+	b = jsonenc.AppendStringStd(b, l.RequestID)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(l.Status), 10)
 	b = append(b, `,"stream":`...)
@@ -187,58 +189,4 @@ func (w *Writer) appendJSON(b []byte, t time.Time, l *Line) []byte {
 	b = append(b, `,"upstream_ms":`...)
 	b = strconv.AppendInt(b, l.Upstream.Milliseconds(), 10)
 	return append(b, "}\n"...)
-}
-
-// appendJSONString appends s as a JSON string the way encoding/json's
-// encoder with HTML escaping writes it: quotes, backslashes and control
-// bytes escaped (\b \f \n \r \t or \u00XX), <, > and & as \u003c \u003e
-// \u0026, invalid UTF-8 as \ufffd, U+2028 and U+2029 escaped.
-func appendJSONString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', lowerhex[c>>4], lowerhex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', lowerhex[r&0xF])
-		default:
-			i += n
-			continue
-		}
-		i += n
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
