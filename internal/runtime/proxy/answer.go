@@ -13,6 +13,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
@@ -250,9 +251,9 @@ func (p *Proxy) finish(x *state, status int, code string) {
 	if !p.access.IsInfo() {
 		return
 	}
-	p.access.Info("request", "request_id", x.req.ID, "model", wire.Clip(x.req.Parsed.Model), "provider", r.Provider, "connection", r.Connection,
-		"attempts", r.Attempts, "status", status, "code", code, "stream", x.stream,
-		"upstream_ms", x.upstreamTime.Milliseconds(), "total_ms", total.Milliseconds())
+	p.access.Request(accesslog.Line{RequestID: x.req.ID, Model: wire.Clip(x.req.Parsed.Model), Provider: r.Provider, Connection: r.Connection,
+		Attempts: r.Attempts, Status: status, Code: code, Stream: x.stream,
+		Upstream: x.upstreamTime, Total: total})
 }
 
 // wrongEndpoint is the 400 of a model none of whose providers serves the

@@ -37,6 +37,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
 	"github.com/breakwater-dev/breakwater/internal/redact"
+	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
@@ -58,9 +59,9 @@ type Options struct {
 	Store engine.Store
 	// Logger is the proxy's logger, named by the caller; nil discards.
 	Logger hclog.Logger
-	// Access receives the one access line of each client request; nil
+	// Access writes the one access line of each client request; nil
 	// discards.
-	Access hclog.Logger
+	Access *accesslog.Writer
 	// Clock tells the time and makes the timers of every wait (admission
 	// queues, §6 combo waits); nil is the system clock.
 	Clock admission.Clock
@@ -100,7 +101,7 @@ type Proxy struct {
 	eng     *engine.Engine
 	store   engine.Store
 	log     hclog.Logger
-	access  hclog.Logger
+	access  *accesslog.Writer
 	clock   admission.Clock
 	metrics *metrics.Metrics
 	up      Upstream
@@ -160,7 +161,7 @@ func New(o Options) (*Proxy, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Access == nil {
-		o.Access = hclog.NewNullLogger()
+		o.Access = accesslog.FromLogger(nil)
 	}
 	if o.Clock == nil {
 		o.Clock = admission.SystemClock()
