@@ -16,7 +16,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
-// Epoch is the time every suite FakeClock starts at. It has a sub-millisecond
+// Epoch is the time every suite clock starts at. It has a sub-millisecond
 // part on purpose, so backends that round expiry would fail the TTL tests.
 var Epoch = time.Date(2031, 3, 14, 15, 9, 26, 535897932, time.UTC)
 
