@@ -8,7 +8,8 @@ package main
 // log line (the gateway logs at debug level here), response or metric.
 //
 // BREAKWATER_HOSTILE_BIN=/path/to/breakwater runs the suite against
-// another build (to see the probes fail on an older one).
+// another build's gateway (to see the probes fail on an older one); the
+// mock upstream is always this build's.
 
 import (
 	"bufio"
@@ -127,11 +128,13 @@ type hostile struct {
 // body read through h, or the metrics.
 func startHostile(t *testing.T, cfg, script, redirect string) *hostile {
 	t.Helper()
+	h := &hostile{t: t, secrets: hostileSecrets}
+	// The mock is always this build's (its faults are newer than an older
+	// gateway under test).
+	h.mock = startChild(t, "mock upstream listening on ", "mock", "--listen", freePort(t))
 	saved := binPath
 	binPath = hostileBin()
 	defer func() { binPath = saved }()
-	h := &hostile{t: t, secrets: hostileSecrets}
-	h.mock = startChild(t, "mock upstream listening on ", "mock", "--listen", freePort(t))
 	if script != "" {
 		if code, _ := call(t, "POST", h.mock.url+"/_mock/script", strings.ReplaceAll(script, "REDIRECT", redirect)); code != 200 {
 			t.Fatalf("mock script: %d", code)
@@ -140,6 +143,9 @@ func startHostile(t *testing.T, cfg, script, redirect string) *hostile {
 	dir := t.TempDir()
 	cfgPath := filepath.Join(dir, "breakwater.yaml")
 	cfg = strings.NewReplacer("LISTEN", freePort(t), "MOCK", h.mock.url).Replace(cfg)
+	if os.Getenv("BREAKWATER_HOSTILE_BIN") != "" {
+		cfg = withoutNewSettings(cfg)
+	}
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +153,21 @@ func startHostile(t *testing.T, cfg, script, redirect string) *hostile {
 	h.addr = strings.TrimPrefix(h.gw.url, "http://")
 	t.Cleanup(h.checkNoSecrets)
 	return h
+}
+
+// withoutNewSettings drops from cfg the settings an older build refuses as
+// unknown (the ones this suite's fixes added), so that the suite can run
+// against it and show its probes failing there.
+func withoutNewSettings(cfg string) string {
+	var kept []string
+	for _, line := range strings.Split(cfg, "\n") {
+		k := strings.TrimSpace(line)
+		if strings.HasPrefix(k, "request_deadline_ms:") || strings.HasPrefix(k, "write_timeout_ms:") || strings.HasPrefix(k, "max_inflight_body_bytes:") {
+			continue
+		}
+		kept = append(kept, line)
+	}
+	return strings.Join(kept, "\n")
 }
 
 // checkNoSecrets fails the test when a configured secret appears in the
