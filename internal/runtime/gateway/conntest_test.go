@@ -215,3 +215,26 @@ func TestConnectionTestValidation(t *testing.T) {
 		t.Fatalf("with a connection key as the token: %d, %d upstream calls", resp.StatusCode, h.mock.Stats().Total)
 	}
 }
+
+// The test is bounded by the upstream client's timers: an upstream that
+// sends no header within first_byte_timeout_ms fails the test (status 0)
+// and records nothing.
+func TestConnectionTestTimesOut(t *testing.T) {
+	h := startWith(t, strings.Replace(connTestConfig, "listen: 127.0.0.1:0", "listen: 127.0.0.1:0\n  first_byte_timeout_ms: 300", 1), newFakeClock())
+	h.setScript(`rules: [{key: sk-alpha-a1-conntest-secret, responses: [{latency_ms: 3000}]}]`)
+	code, raw := connTest(t, h, "alpha", "a1", "")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(raw), &res); err != nil {
+		t.Fatal(err)
+	}
+	if code != 200 || res["ok"] != false || res["status"] != float64(0) || res["reason"] != "network_error" ||
+		!strings.Contains(res["message"].(string), "timeout") || res["latency_ms"].(float64) >= 3000 {
+		t.Fatalf("slow upstream: %d %s, want ok:false status 0 reason network_error (a timeout) within the first-byte timeout", code, raw)
+	}
+	if br := breakerOf(t, h, "alpha"); br["state"] != "CLOSED" || br["failure_count"] != float64(0) {
+		t.Fatalf("a timed-out test was recorded: %v", br)
+	}
+	if a1 := connectionsOf(t, h, "alpha")["a1"]; a1 != nil {
+		t.Fatalf("a timed-out test cooled a1: %v", a1)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -153,8 +152,6 @@ func (p *Proxy) connTestFailed(ctx context.Context, res ConnTest, cn *topology.C
 	msg := upstreamMessage(body)
 	switch {
 	case msg != "":
-	case terr != nil && errors.Is(terr, context.DeadlineExceeded):
-		msg = "no answer within the test's time limit"
 	case terr != nil:
 		msg = terr.Error()
 	case len(body) > 0:
