@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"time"
@@ -30,9 +31,9 @@ func newConnectionsCommand() *cobra.Command {
 			if provider == "" {
 				return errors.New("--provider is required")
 			}
-			token := os.Getenv(tokenEnv)
-			if token == "" {
-				return fmt.Errorf("the admin token variable %s is not set (--admin-token-env)", tokenEnv)
+			token, err := adminToken(tokenEnv)
+			if err != nil {
+				return err
 			}
 			body, _ := json.Marshal(struct {
 				Provider   string `json:"provider"`
@@ -65,9 +66,84 @@ func newConnectionsCommand() *cobra.Command {
 	}
 	reset.Flags().StringVar(&provider, "provider", "", "provider id (required)")
 	reset.Flags().StringVar(&connection, "connection", "", "connection id; absent = every connection of the provider")
-	reset.Flags().StringVar(&adminURL, "admin-url", "http://127.0.0.1:8080", "base URL of the gateway's admin API")
-	reset.Flags().StringVar(&tokenEnv, "admin-token-env", defaultAdminTokenEnv, "environment variable holding the admin token")
-	cmd.AddCommand(reset)
+	adminFlags(reset, &adminURL, &tokenEnv)
+	cmd.AddCommand(reset, newConnectionsTestCommand())
+	return cmd
+}
+
+// adminFlags adds the flags every admin command shares: the admin API's
+// base URL and the variable holding the admin token.
+func adminFlags(cmd *cobra.Command, adminURL, tokenEnv *string) {
+	cmd.Flags().StringVar(adminURL, "admin-url", "http://127.0.0.1:8080", "base URL of the gateway's admin API")
+	cmd.Flags().StringVar(tokenEnv, "admin-token-env", defaultAdminTokenEnv, "environment variable holding the admin token")
+}
+
+// adminToken reads the admin token from the variable env.
+func adminToken(env string) (string, error) {
+	token := os.Getenv(env)
+	if token == "" {
+		return "", fmt.Errorf("the admin token variable %s is not set (--admin-token-env)", env)
+	}
+	return token, nil
+}
+
+// newConnectionsTestCommand is `breakwater connections test`: one small
+// real request to a connection's upstream through the gateway (POST
+// /api/providers/{provider}/connections/{connection}/test). A passed test
+// closes a DEGRADED breaker; a failed one records nothing and exits 1.
+func newConnectionsTestCommand() *cobra.Command {
+	var provider, connection, model, adminURL, tokenEnv string
+	cmd := &cobra.Command{
+		Use:   "test --provider P --connection C [--model M]",
+		Short: "Send one small real request to a connection's upstream; a pass returns a DEGRADED breaker to CLOSED",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if provider == "" || connection == "" {
+				return errors.New("--provider and --connection are required")
+			}
+			token, err := adminToken(tokenEnv)
+			if err != nil {
+				return err
+			}
+			body, _ := json.Marshal(struct {
+				Model string `json:"model,omitempty"`
+			}{model})
+			// The gateway bounds the test at 30 s; leave it room to answer.
+			ctx, cancel := context.WithTimeout(cmd.Context(), 45*time.Second)
+			defer cancel()
+			u := strings.TrimRight(adminURL, "/") + "/api/providers/" + url.PathEscape(provider) + "/connections/" + url.PathEscape(connection) + "/test"
+			out, err := adminPost(ctx, u, token, body)
+			if err != nil {
+				fmt.Fprintln(cmd.ErrOrStderr(), "breakwater:", err)
+				return exitError{code: 1}
+			}
+			var res struct {
+				OK            bool   `json:"ok"`
+				Status        int    `json:"status"`
+				LatencyMS     int64  `json:"latency_ms"`
+				Model         string `json:"model"`
+				BreakerBefore string `json:"breaker_before"`
+				BreakerAfter  string `json:"breaker_after"`
+				Reason        string `json:"reason"`
+				Message       string `json:"message"`
+			}
+			if err := json.Unmarshal(out, &res); err != nil {
+				return fmt.Errorf("reading the gateway's answer: %w", err)
+			}
+			if !res.OK {
+				fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: test failed on %s: status %d, %s: %s\n",
+					provider, connection, res.Model, res.Status, res.Reason, res.Message)
+				return exitError{code: 1}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s/%s: test passed on %s (status %d, %d ms); breaker %s -> %s\n",
+				provider, connection, res.Model, res.Status, res.LatencyMS, res.BreakerBefore, res.BreakerAfter)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&provider, "provider", "", "provider id (required)")
+	cmd.Flags().StringVar(&connection, "connection", "", "connection id (required)")
+	cmd.Flags().StringVar(&model, "model", "", "model to test; absent = the provider's first model")
+	adminFlags(cmd, &adminURL, &tokenEnv)
 	return cmd
 }
 

@@ -274,6 +274,20 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		}
 	})
 
+	step(t, b, g, "test a connection", func(t *testing.T) {
+		b.page("providers", has(`[data-conn="alpha/a1"]`))
+		b.click(`[data-action="test-conn:alpha/a1"]`)
+		b.wait("a passed test's toast", `[...document.querySelectorAll('#toasts .toast.ok')].some((e) => e.innerText.startsWith('alpha/a1: test passed on m1 in '))`, 5*time.Second)
+		// A failed test says why and records nothing.
+		before := path(g.get("/api/monitoring/health"), "providers", "down", "failure_count")
+		b.click(`[data-action="test-conn:down/d1key"]`)
+		b.wait("a failed test's toast", `[...document.querySelectorAll('#toasts .toast.error')].some((e) => e.innerText.startsWith('down/d1key: test failed on d1: 503, '))`, 5*time.Second)
+		if after := path(g.get("/api/monitoring/health"), "providers", "down", "failure_count"); after != before {
+			t.Fatalf("admin API: down's breaker counted the failed test (%v failures, was %v)", after, before)
+		}
+		b.clean("connection test")
+	})
+
 	step(t, b, g, "settings: a bad value is refused at the field, a good one saved", func(t *testing.T) {
 		b.page("settings", has(`[data-card="combo"]`))
 		field := `[data-card="combo"] [data-path="combo_cooldown_wait.max_wait_ms"]`

@@ -38,6 +38,7 @@ func (s *Server) adminRoutes() {
 	api.Post("/plugins/reload", s.handleReloadPlugins)
 	api.Delete("/resilience/model-cooldowns", s.handleClearLockout)
 	api.Post("/resilience/connections/reset", s.handleResetConnections)
+	api.Post("/providers/:provider/connections/:connection/test", s.handleTestConnection)
 	api.Get("/resilience/tool-limits", s.handleListToolLimits)
 	api.Delete("/resilience/tool-limits", s.handleClearToolLimit)
 	if s.metrics != nil {

@@ -49,12 +49,24 @@ function connStatus(c, lockouts) {
   return [badge(c.status === 'active' ? 'active' : c.status, c.status === 'active' ? 'ok' : ''), locks];
 }
 
+// testResult says how a connection test went (its answer's fields).
+function testResult(ref, t) {
+  if (!t.ok) return `${ref}: test failed on ${t.model}: ${t.status || 'no answer'}, ${t.reason}${t.message ? ' — ' + t.message : ''}`;
+  const br = t.breaker_before === t.breaker_after ? `breaker ${t.breaker_after}` : `breaker ${t.breaker_before} → ${t.breaker_after}`;
+  return `${ref}: test passed on ${t.model} in ${t.latency_ms} ms (${br})`;
+}
+
 function connRow(p, c, lockouts) {
   const lastErr = [c.last_error_type, c.error_code ? String(c.error_code) : '', c.last_error].filter(Boolean).join(' · ');
   const clear = button('Clear cooldown', () => api('POST', '/api/resilience/cooldowns', { connection_ids: [c.ref] }),
     { id: 'clear:' + c.ref, disabled: c.terminal || isZeroTime(c.cooling_until), done: (r) => `${c.ref}: ${r.data.cleared} cleared, ${r.data.lockouts_cleared} lockout(s) cleared` });
   const reset = button('Reset', () => api('POST', '/api/resilience/connections/reset', { provider: p.id, connection: c.id }),
     { id: 'reset-conn:' + c.ref, class: 'danger', disabled: !c.terminal, title: 'Clears the terminal state: do it once the credential is fixed', done: `${c.ref} reset` });
+  const test = button('Test', async () => {
+    const r = await api('POST', `/api/providers/${encodeURIComponent(p.id)}/connections/${encodeURIComponent(c.id)}/test`);
+    if (r.ok) toast(testResult(c.ref, r.data), r.data.ok ? 'ok' : 'error');
+    return r.ok ? null : r;
+  }, { id: 'test-conn:' + c.ref, title: 'Send one small real request to this connection; a pass returns a DEGRADED breaker to CLOSED', failed: `${c.ref}: test` });
   const prot = h('input', { type: 'checkbox', checked: c.rate_limit_protection, 'data-action': 'protect:' + c.ref, title: 'rate_limit_protection' });
   prot.addEventListener('change', async () => {
     prot.disabled = true;
@@ -75,7 +87,7 @@ function connRow(p, c, lockouts) {
     h('td', { class: 'err', text: c.terminal ? terminalText(c, lastErr) : (lastErr || '–'), title: lastErr }),
     h('td', { text: `${c.queued} / ${c.running}` + (c.rejections ? ` · ${c.rejections} refused` : '') }),
     h('td', null, h('label', { class: 'switch' }, prot, c.protected ? ' queued' : ' direct')),
-    h('td', { class: 'actions' }, clear, ' ', reset));
+    h('td', { class: 'actions' }, test, ' ', clear, ' ', reset));
 }
 
 // collapsed remembers the transition lists the operator closed, across
