@@ -19,31 +19,9 @@ import (
 // the console page is served there, and the token printed authenticates
 // the admin API while no token or another one is refused with 401.
 func TestDemoPrintsTheConsoleAndAWorkingToken(t *testing.T) {
-	addr := freePort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	addr, out := startDemo(t, "Admin token for this run:", "--demo-traffic=false")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, "serve", "--listen", addr, "--demo-traffic=false")
-	cmd.Dir = t.TempDir() // no ./breakwater.yaml here
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-
-	sc := bufio.NewScanner(stdout)
-	var printed strings.Builder
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "Admin token for this run:") {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	out := printed.String()
 	console := regexp.MustCompile(`(?m)^Console: (\S+)$`).FindStringSubmatch(out)
 	if console == nil || console[1] != "http://"+addr+"/dashboard" {
 		t.Fatalf("the demo printed no console URL http://%s/dashboard:\n%s", addr, out)
@@ -82,4 +60,36 @@ func TestDemoPrintsTheConsoleAndAWorkingToken(t *testing.T) {
 			t.Fatalf("admin API with %v: %d %.200s, want 401", hdr, st, body)
 		}
 	}
+}
+
+// startDemo runs `serve` with no configuration (the embedded demo) on a
+// free port with args, stopped when t ends, and returns its address and
+// what it printed up to the first line containing until.
+func startDemo(t *testing.T, until string, args ...string) (addr, printed string) {
+	t.Helper()
+	addr = freePort(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	cmd := exec.CommandContext(ctx, binPath, append([]string{"serve", "--listen", addr}, args...)...)
+	cmd.Dir = t.TempDir() // no ./breakwater.yaml here
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait(); cancel() })
+	sc := bufio.NewScanner(stdout)
+	var out strings.Builder
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.Contains(sc.Text(), until) {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	return addr, out.String()
 }
