@@ -21,8 +21,12 @@ FUZZ_TARGETS := \
 	./internal/runtime/config:FuzzParse \
 	./internal/engine:FuzzParseRetryHint \
 	./internal/engine:FuzzParseResetText \
+	./internal/engine:FuzzParseToolLimitText \
+	./internal/engine/strategy:FuzzParseQuotaHeaders \
 	./internal/engine/admission:FuzzParseBodyRetryHint \
+	./internal/policies:FuzzLiteralsNeverHideAMatch \
 	./plugins/abi:FuzzDecodeBinary \
+	./plugins/abi:FuzzDecodeRouteBinary \
 	./internal/redact:FuzzRedact
 FUZZTIME       ?= 30s
 FUZZTIME_SHORT ?= 2s

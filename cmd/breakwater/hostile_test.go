@@ -61,7 +61,7 @@ providers:
   - id: openai
     kind: openai
     base_url: MOCK/v1
-    models: [m1, redirect, html, bad-json, json-stream, gzip, keepalive, slow, reset, echo-key]
+    models: [m1, redirect, html, bad-json, json-stream, gzip, keepalive, slow, reset, echo-key, big-headers, huge-headers]
     connections: [{id: o1, api_key: ` + hOpenAIKey + `, disable_cooling: true}]
   - id: claude
     kind: anthropic
@@ -97,6 +97,8 @@ rules:
   - {model: slow, responses: [{latency_ms: 30000}]}
   - {model: qslow, responses: [{latency_ms: 2000}]}
   - {model: gzip, responses: [{gzip: true}]}
+  - {model: big-headers, responses: [{header_bytes: 8192}]}
+  - {model: huge-headers, responses: [{header_bytes: 70000}]}
   - {model: reset, responses: [{reset: true}]}
   - {model: html, responses: [{body: "<html><body>502 Bad Gateway</body></html>", headers: {Content-Type: text/html}}]}
   - {model: bad-json, responses: [{body: '{"id": "chatcmpl-1", "choices": [', headers: {Content-Type: application/json}}]}
@@ -628,6 +630,32 @@ func TestHostileClientAPI(t *testing.T) {
 	})
 
 	// Item 10. The smaller probes.
+	// Item 10. Probe: an answer with response headers over 4 KB failed as
+	// a network_error that counted against the breaker. Headers of 8 KB
+	// are read (the bound is 64 KB) and the answer served; 70 KB of
+	// headers fail cleanly as the upstream's fault, not the network's: a
+	// 502 that never counts toward the breaker.
+	t.Run("response headers over 4 KB", func(t *testing.T) {
+		for _, stream := range []string{"", `,"stream":true`} {
+			r := h.post("/v1/chat/completions", chatBody("openai/big-headers", stream))
+			if r.status != 200 || !bytes.Contains(r.body, []byte(`"finish_reason":"stop"`)) {
+				t.Fatalf("8 KB of headers (stream=%q): %d %s", stream, r.status, r.body)
+			}
+			if r.header.Get("X-Mock-Filler-1") != "" {
+				t.Fatalf("the upstream's filler headers reached the client (stream=%q)", stream)
+			}
+		}
+		for range 15 {
+			for _, stream := range []string{"", `,"stream":true`} {
+				r := h.post("/v1/chat/completions", chatBody("openai/huge-headers", stream))
+				if r.status != 502 || r.code() != "upstream_unreachable" {
+					t.Fatalf("70 KB of headers (stream=%q): %d %s", stream, r.status, r.body)
+				}
+			}
+		}
+		h.healthy("openai")
+	})
+
 	t.Run("smaller items", func(t *testing.T) {
 		// HTML or invalid JSON answered as 200 is an upstream failure.
 		for _, m := range []string{"html", "bad-json"} {

@@ -2,9 +2,7 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -13,7 +11,6 @@ import (
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 )
 
 var binPath string
@@ -97,31 +94,7 @@ func TestServeRefusesNonLoopbackWithoutKeys(t *testing.T) {
 // TestDemoServesWithNoConfig runs the real binary with no configuration
 // file and follows the curl it prints.
 func TestDemoServesWithNoConfig(t *testing.T) {
-	addr := freePort(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, binPath, "serve", "--listen", addr)
-	cmd.Dir = t.TempDir() // no ./breakwater.yaml here
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = cmd.Process.Signal(os.Interrupt); _ = cmd.Wait() }()
-
-	sc := bufio.NewScanner(stdout)
-	var printed strings.Builder
-	for sc.Scan() {
-		printed.WriteString(sc.Text() + "\n")
-		if strings.Contains(sc.Text(), "Hello, Breakwater!") {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
-	out := printed.String()
+	addr, out := startDemo(t, "Hello, Breakwater!")
 	if !strings.Contains(out, "curl -N http://"+addr+"/v1/chat/completions") {
 		t.Fatalf("demo did not print a ready-to-paste curl:\n%s", out)
 	}

@@ -264,9 +264,6 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	})
 
 	step(t, b, g, "reset a terminal connection", func(t *testing.T) {
-		if code, _ := g.admin("POST", "/api/resilience/connections/reset", map[string]any{"provider": "nobody-e2e"}); code == 404 {
-			t.Skip("waiting for POST /api/resilience/connections/reset (terminal-state reset API of the engine work)")
-		}
 		b.click(`[data-action="reset-conn:broke/b1key"]`)
 		b.wait("b1key active", `!document.querySelector('[data-conn="broke/b1key"]').classList.contains('row-terminal')`, 3*time.Second)
 		if n := path(g.get("/api/monitoring/health"), "unavailable_connections"); n != float64(0) {

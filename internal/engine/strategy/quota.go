@@ -76,14 +76,35 @@ func ParseQuotaHeaders(h map[string]string, now time.Time) (Quota, bool) {
 	return best, found
 }
 
-// parseResetAt reads one reset header value as an absolute time.
+// Resets are kept as unix nanoseconds (signal.qreset): an instant
+// outside what an int64 of them holds (before 1678 or after 2262) would
+// wrap, so it is read as no reset at all.
+var (
+	minResetAt = time.Unix(0, math.MinInt64)
+	maxResetAt = time.Unix(0, math.MaxInt64)
+)
+
+// parseResetAt reads one reset header value as an absolute time; a value
+// out of the representable range (see maxResetAt) is unparseable.
 func parseResetAt(v string, now time.Time) (time.Time, bool) {
+	t, ok := parseResetValue(v, now)
+	if !ok || t.Before(minResetAt) || t.After(maxResetAt) {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+// parseResetValue reads one reset header value as an absolute time,
+// unbounded.
+func parseResetValue(v string, now time.Time) (time.Time, bool) {
 	v = strings.TrimSpace(v)
 	if v == "" {
 		return time.Time{}, false
 	}
 	if n, ok := parseNonNegative(v); ok {
 		switch {
+		case n >= math.MaxInt64:
+			return time.Time{}, false // beyond any int64 of milliseconds
 		case n >= epochMilliseconds:
 			return time.UnixMilli(int64(n)), true
 		case n >= epochSeconds:
