@@ -291,7 +291,24 @@ func prepareQueries(ctx context.Context, modules map[string]*ast.Module) (querie
 		}
 		*x.pq = pq
 	}
+	warmQueries(ctx, q)
 	return q, nil
+}
+
+// warmQueries evaluates each prepared query once with a sample failed
+// attempt, so that the work OPA defers to a query's first evaluation
+// (rule indexes, comprehension caches) is done at load, not under the
+// first real attempt's deadline, where it could push a fresh revision's
+// first judgement past policies.eval_timeout_ms and hand it to the
+// built-in rules. An evaluation error here is left to the real
+// evaluations to report.
+func warmQueries(ctx context.Context, q queries) {
+	in := engine.ErrorInput{Provider: "warm-up", Connection: "warm-up", Model: "warm-up", Profile: "apikey",
+		Status: 429, Body: `{"error":{"message":"warm-up","type":"rate_limit_error"}}`}
+	doc := newInputDoc(&in, in.Status, time.Unix(0, 0))
+	for _, pq := range []rego.PreparedEvalQuery{q.decisions, q.classified, q.judged} {
+		_, _ = pq.Eval(ctx, rego.EvalParsedInput(doc.value(in.Status)), rego.EvalMetrics(metrics.NoOp()))
+	}
 }
 
 // rawTerm hands a query's result over as the *ast.Term OPA computed:
