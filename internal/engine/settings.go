@@ -30,13 +30,17 @@ const (
 	maxSessionAffinityMS   = 24 * 60 * 60 * 1_000
 	minAttemptsPerRequest  = 1
 	maxAttemptsPerRequest  = 100
-	maxGlobalConcurrency   = 1_000_000
 	maxHardDeadlineMS      = 24 * 60 * 60 * 1_000
 	minStatusCode          = 100
 	maxStatusCode          = 599
 	settingsPatchMaxDepth  = 8
 	settingsPatchMaxLength = 1 << 20
 )
+
+// MaxConcurrency is the largest concurrency cap the settings accept
+// (concurrency.global; the configuration's provider and connection caps use
+// it too).
+const MaxConcurrency = 1_000_000
 
 // ErrInvalidSettings is wrapped by every error of ApplyPatch and Validate that
 // is the caller's fault (an HTTP 400), as opposed to a store failure.
@@ -456,7 +460,7 @@ func (s Settings) Normalize() Settings {
 	rq.ExecutionMaxWaitMS = clamp(rq.ExecutionMaxWaitMS, minQueueBudgetMS, maxQueueBudgetMS)
 	rq.MaxQueueDepth = clamp(rq.MaxQueueDepth, 0, maxQueueDepth)
 
-	s.Concurrency.Global = clamp(s.Concurrency.Global, 0, maxGlobalConcurrency)
+	s.Concurrency.Global = clamp(s.Concurrency.Global, 0, MaxConcurrency)
 
 	sr := &s.StreamRecovery
 	sr.ContentStallTimeoutMS = max(sr.ContentStallTimeoutMS, 0)
