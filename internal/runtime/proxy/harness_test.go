@@ -70,7 +70,7 @@ func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*setup)) *loop {
 	}
 	l.mock = mock.New(sc, nil)
 	t.Cleanup(func() { _ = l.mock.Close() })
-	l.up = upstreamtest.New(l.mock.Handler())
+	l.up = upstreamtest.New(l.mock.Handler()).WithClock(l.clock)
 	st := memstore.New(l.clock)
 	ctx := context.Background()
 	po := policies.Options{Store: st, Clock: l.clock}
@@ -184,6 +184,14 @@ func errorCode(t *testing.T, body string) string {
 		t.Fatalf("error body %q: %v", body, err)
 	}
 	return doc.Error.Code
+}
+
+// waitTimers waits until n timers are pending on the fake clock.
+func (l *loop) waitTimers(n int) {
+	l.t.Helper()
+	if !l.clock.WaitForTimers(n, 5*time.Second) {
+		l.t.Fatalf("fewer than %d timers pending on the clock", n)
+	}
 }
 
 // waitTimer waits until the loop sleeps on the fake clock.
