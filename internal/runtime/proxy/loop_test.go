@@ -224,7 +224,7 @@ func TestStreamFailsOverBeforeCommit(t *testing.T) {
 	cfg := strings.Replace(loopConfig, "content_stall_timeout_ms: 300}", "content_stall_timeout_ms: 300, commit_point: first_content}", 1)
 	l := newLoop(t, cfg, `rules: [{key: sk-a1, responses: [{stall_after_chunks: 0}]}]`)
 	ch := l.serveAsync(l.request(wire.FormatChat, chat("alpha/m1", `,"stream":true`)))
-	l.waitTimers(2)                         // the relay's stall timer and the call's idle timer
+	l.waitTimer()                           // the relay's stall timer
 	l.clock.Advance(300 * time.Millisecond) // the stall budget, on the fake clock
 	res := recv(t, ch)
 	var buf bytes.Buffer

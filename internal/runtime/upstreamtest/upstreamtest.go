@@ -107,6 +107,9 @@ func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) 
 	case te := <-tm.fired:
 		return abort(te)
 	}
+	if w.late != nil {
+		return abort(w.late)
+	}
 	if w.aborted.Load() && w.status == 0 {
 		tm.stop()
 		_ = pr.Close()
@@ -152,6 +155,9 @@ func (u *Upstream) DoBuffered(method, url string, h http.Header, b []byte, _ ups
 		<-done
 		return nil, te
 	}
+	if te := tm.progressCut(); te != nil {
+		return nil, te
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -164,8 +170,11 @@ func (u *Upstream) DoBuffered(method, url string, h http.Header, b []byte, _ ups
 // callTimers are the timers of one call on the Upstream's clock: the
 // first-byte timer until progress is first reported, then the idle timer,
 // re-armed by every progress report, and the deadline. The first timer to
-// fire sends its TimeoutError on fired. progress re-arms synchronously, so
-// a test that moves a fake clock right after a write never outruns it.
+// fire sends its TimeoutError on fired (once). Progress is reported in the
+// handler's goroutine and checked against the clock there: a write that
+// comes after a limit passed is cut at once, whatever the goroutine that
+// waits on the timers is doing, so a test moving a fake clock step by
+// step sees the same cuts in every run.
 type callTimers struct {
 	clock admission.Clock
 	idle  time.Duration
@@ -176,9 +185,13 @@ type callTimers struct {
 	mu       sync.Mutex
 	cur      admission.Timer
 	curErr   *upstream.TimeoutError
+	curAt    time.Time // when cur fires
 	deadline admission.Timer
+	dlErr    *upstream.TimeoutError
+	dlAt     time.Time
 	started  bool
 	stopped  bool
+	cut      *upstream.TimeoutError
 }
 
 func (u *Upstream) startTimers(lim upstream.Limits) *callTimers {
@@ -188,19 +201,21 @@ func (u *Upstream) startTimers(lim upstream.Limits) *callTimers {
 	}
 	t := &callTimers{clock: u.clock, idle: u.timeouts.Idle, fired: make(chan *upstream.TimeoutError, 1),
 		stopc: make(chan struct{}), kick: make(chan struct{}, 1)}
-	t.cur = t.clock.NewTimer(first)
+	now := t.clock.Now()
+	t.cur, t.curAt = t.clock.NewTimer(first), now.Add(first)
 	t.curErr = &upstream.TimeoutError{Timer: upstream.TimerFirstByte, Limit: first}
 	var dl <-chan time.Time
 	if lim.Deadline > 0 {
-		t.deadline = t.clock.NewTimer(lim.Deadline)
+		t.deadline, t.dlAt = t.clock.NewTimer(lim.Deadline), now.Add(lim.Deadline)
+		t.dlErr = &upstream.TimeoutError{Timer: upstream.TimerDeadline, Limit: lim.Deadline}
 		dl = t.deadline.C()
 	}
-	go t.run(dl, &upstream.TimeoutError{Timer: upstream.TimerDeadline, Limit: lim.Deadline})
+	go t.run(dl)
 	return t
 }
 
 // run waits for the current timer, the deadline or stop.
-func (t *callTimers) run(dl <-chan time.Time, dlErr *upstream.TimeoutError) {
+func (t *callTimers) run(dl <-chan time.Time) {
 	for {
 		t.mu.Lock()
 		c, e := t.cur.C(), t.curErr
@@ -210,7 +225,7 @@ func (t *callTimers) run(dl <-chan time.Time, dlErr *upstream.TimeoutError) {
 			t.fire(e)
 			return
 		case <-dl:
-			t.fire(dlErr)
+			t.fire(t.dlErr)
 			return
 		case <-t.kick:
 		case <-t.stopc:
@@ -219,23 +234,44 @@ func (t *callTimers) run(dl <-chan time.Time, dlErr *upstream.TimeoutError) {
 	}
 }
 
+// fire ends the call with e, once.
 func (t *callTimers) fire(e *upstream.TimeoutError) {
-	select {
-	case t.fired <- e:
-	default:
+	t.mu.Lock()
+	first := t.cut == nil
+	if first {
+		t.cut = e
+	}
+	t.mu.Unlock()
+	if first {
+		t.fired <- e // capacity 1, sent once
 	}
 }
 
-// progress reports bytes of the answer: it starts the idle phase and
-// re-arms the idle timer.
-func (t *callTimers) progress() {
+// progress reports bytes of the answer at the clock's now. It returns the
+// TimeoutError of a limit that has already passed (the call is cut), or
+// starts the idle phase and re-arms the idle timer.
+func (t *callTimers) progress() *upstream.TimeoutError {
 	t.mu.Lock()
-	if t.stopped {
+	if t.cut != nil || t.stopped {
+		cut := t.cut
 		t.mu.Unlock()
-		return
+		return cut
+	}
+	now := t.clock.Now()
+	var late *upstream.TimeoutError
+	switch {
+	case t.deadline != nil && !now.Before(t.dlAt):
+		late = t.dlErr
+	case !now.Before(t.curAt):
+		late = t.curErr
+	}
+	if late != nil {
+		t.mu.Unlock()
+		t.fire(late)
+		return late
 	}
 	t.cur.Stop()
-	t.cur = t.clock.NewTimer(t.idle)
+	t.cur, t.curAt = t.clock.NewTimer(t.idle), now.Add(t.idle)
 	if !t.started {
 		t.started = true
 		t.curErr = &upstream.TimeoutError{Timer: upstream.TimerIdle, Limit: t.idle}
@@ -245,6 +281,14 @@ func (t *callTimers) progress() {
 	case t.kick <- struct{}{}:
 	default:
 	}
+	return nil
+}
+
+// progressCut returns the TimeoutError that cut the call, if one did.
+func (t *callTimers) progressCut() *upstream.TimeoutError {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.cut
 }
 
 // stop stops every timer; it is idempotent.
@@ -285,7 +329,9 @@ func serve(h http.Handler, w http.ResponseWriter, r *http.Request) (err error) {
 // in the handler's goroutine before it goes on (so a test moving a fake
 // clock after a write never outruns the idle timer).
 type writer struct {
-	tm      *callTimers
+	tm *callTimers
+	// late is the limit the header came after, if any.
+	late    *upstream.TimeoutError
 	header  http.Header
 	sent    http.Header
 	status  int
@@ -306,7 +352,7 @@ func (w *writer) commit(status int) {
 			w.status = status
 		}
 		w.sent = w.header.Clone()
-		w.tm.progress()
+		w.late = w.tm.progress()
 		close(w.ready)
 	})
 }
@@ -314,7 +360,10 @@ func (w *writer) commit(status int) {
 func (w *writer) Write(p []byte) (int, error) {
 	w.commit(http.StatusOK)
 	if len(p) > 0 {
-		w.tm.progress()
+		if te := w.tm.progress(); te != nil {
+			_ = w.pipe.CloseWithError(te)
+			return 0, te
+		}
 	}
 	return w.pipe.Write(p)
 }
@@ -379,7 +428,9 @@ func (r *recorder) WriteHeader(status int) {
 func (r *recorder) Write(p []byte) (int, error) {
 	r.WriteHeader(http.StatusOK)
 	if len(p) > 0 {
-		r.tm.progress()
+		if te := r.tm.progress(); te != nil {
+			return 0, te
+		}
 	}
 	return r.buf.Write(p)
 }
