@@ -50,7 +50,6 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		x.bodyErr = wire.InvalidRequestFor(err, "body")
 		return nil
 	}
-	admitted := p.clock.Now()
 	ticket, err := p.adm.Acquire(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model)
 	if err != nil {
 		p.admissionRefused(x, cd, err)
@@ -60,7 +59,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 	if p.metrics != nil && ticket.QueueWait() > 0 {
 		p.metrics.AdmissionWait(ticket.QueueWait())
 	}
-	tm := p.newAttemptTimers(admitted, ticket.ExecutionBudget(p.up.Timeouts().FirstByte))
+	tm := p.newAttemptTimers(p.clock.Now(), ticket.QueueWait(), ticket.ExecutionBudget(p.up.Timeouts().FirstByte))
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
 	wcfg, walled := wallConfig(cd)
 	if !x.stream && !walled && !cd.Provider.EgressBucketed && tm.hard == 0 && p.up.Buffers(route) {

@@ -30,6 +30,10 @@ const (
 	timerHard = "attempt_deadline"
 )
 
+// tieBreak is how far apart two limits must be for the earlier one to be
+// named the cut.
+const tieBreak = time.Millisecond
+
 // attemptTimers is the timer plan of one attempt, on the proxy's clock.
 // The execution budget runs from the attempt's request for admission to
 // the first byte of the answer (queueing included); the first-byte
@@ -45,13 +49,16 @@ type attemptTimers struct {
 	hardEnd   time.Time
 }
 
-// newAttemptTimers plans the timers of an attempt that asked for
-// admission at admitted and was given budget.
-func (p *Proxy) newAttemptTimers(admitted time.Time, budget time.Duration) *attemptTimers {
+// newAttemptTimers plans the timers of an attempt admitted at now after
+// queueing for queued, with the execution budget budget. The budget's
+// end is budget after the request for admission: with no queueing and a
+// budget equal to the first-byte timeout (the defaults), the first-byte
+// timer is the one that cuts.
+func (p *Proxy) newAttemptTimers(now time.Time, queued, budget time.Duration) *attemptTimers {
 	t := p.up.Timeouts()
 	return &attemptTimers{
 		budget:    budget,
-		budgetEnd: admitted.Add(budget),
+		budgetEnd: now.Add(budget - queued),
 		firstByte: t.FirstByte,
 		idle:      t.Idle,
 		hard:      ms(p.eng.CurrentSettings().StreamRecovery.HardDeadlineMS),
@@ -68,8 +75,10 @@ func (t *attemptTimers) call(now time.Time, stream bool) (upstream.Limits, strin
 	if t.hard > 0 && t.hardEnd.IsZero() {
 		t.hardEnd = now.Add(t.hard)
 	}
+	// Limits less than tieBreak apart are one cut, named by the timer of
+	// the call (the time between admission and the call is not queueing).
 	fb, timer := t.firstByte, timerFirstByte
-	if left := t.budgetEnd.Sub(now); left < fb {
+	if left := t.budgetEnd.Sub(now); left < fb-tieBreak {
 		fb, timer = max(left, time.Millisecond), timerBudget
 	}
 	var lim upstream.Limits
