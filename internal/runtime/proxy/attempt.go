@@ -50,7 +50,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		x.bodyErr = wire.InvalidRequestFor(err, "body")
 		return nil
 	}
-	ticket, err := p.adm.Acquire(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model)
+	ticket, err := p.adm.AcquireFor(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model, x.req.Key.ID)
 	if err != nil {
 		p.admissionRefused(x, cd, err)
 		return nil

@@ -263,7 +263,7 @@ func (p *Proxy) Leases() *lease.Manager { return p.leases }
 // SettingsChanged applies new resilience settings to admission (the
 // engine already holds them).
 func (p *Proxy) SettingsChanged(st engine.Settings) {
-	p.adm.UpdateSettings(admissionSettings(p.admEnv, st))
+	p.adm.UpdateSettings(admissionSettings(p.admEnv, st, providerCaps(p.cfg)))
 }
 
 // SetProtection sets and persists the explicit rate_limit_protection flag
