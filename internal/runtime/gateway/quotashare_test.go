@@ -49,10 +49,10 @@ providers:
 
 var clientKeys = []string{"client-key-one", "client-key-two", "client-key-three", "client-key-four"}
 
-// recorder is the upstream of the quota-share tests: the fault-injecting
+// shareUpstream is the upstream of the quota-share tests: the fault-injecting
 // mock behind a handler that records, in arrival order, the client each
 // call was made for (its message says "from kN") and can hold calls.
-type recorder struct {
+type shareUpstream struct {
 	mock *mock.Server
 	srv  *httptest.Server
 
@@ -65,14 +65,14 @@ type recorder struct {
 	holding chan struct{}
 }
 
-func newRecorder(t *testing.T) *recorder {
-	r := &recorder{mock: mock.New(nil, nil), release: make(chan struct{}), holding: make(chan struct{}, 64)}
+func newShareUpstream(t *testing.T) *shareUpstream {
+	r := &shareUpstream{mock: mock.New(nil, nil), release: make(chan struct{}), holding: make(chan struct{}, 64)}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(func() { r.srv.Close(); _ = r.mock.Close() })
 	return r
 }
 
-func (r *recorder) serve(w http.ResponseWriter, req *http.Request) {
+func (r *shareUpstream) serve(w http.ResponseWriter, req *http.Request) {
 	body, _ := io.ReadAll(req.Body)
 	req.Body = io.NopCloser(bytes.NewReader(body))
 	r.mu.Lock()
@@ -94,7 +94,7 @@ func (r *recorder) serve(w http.ResponseWriter, req *http.Request) {
 
 // maxConcurrent returns the most calls the upstream had in flight at
 // once, and resets it.
-func (r *recorder) maxConcurrent() int {
+func (r *shareUpstream) maxConcurrent() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.maxBusy
@@ -102,13 +102,13 @@ func (r *recorder) maxConcurrent() int {
 	return m
 }
 
-func (r *recorder) arrivals() []string {
+func (r *shareUpstream) arrivals() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return append([]string(nil), r.order...)
 }
 
-func startShared(t *testing.T, rec *recorder, maxWait string) *harness {
+func startShared(t *testing.T, rec *shareUpstream, maxWait string) *harness {
 	cfg := strings.ReplaceAll(strings.ReplaceAll(shareConfig, "SHARED_URL", rec.srv.URL), "MAX_WAIT", maxWait)
 	return start(t, cfg)
 }
@@ -146,7 +146,7 @@ func admissionOf(t *testing.T, h *harness, connection string) map[string]any {
 // no key falls more than a round behind (first come, first served would
 // serve k1's five, then k2's five...).
 func TestQuotaShareServesKeysInTurn(t *testing.T) {
-	rec := newRecorder(t)
+	rec := newShareUpstream(t)
 	h := startShared(t, rec, "10000")
 	rec.hold = 2 // the first two calls hold both slots until all 18 others queue
 	var wg sync.WaitGroup
@@ -208,7 +208,7 @@ func TestQuotaShareServesKeysInTurn(t *testing.T) {
 // budget proceeds without one (fail-open): it succeeds, and it is counted
 // in the admission snapshot and breakwater_quota_share_fail_open_total.
 func TestQuotaShareFailsOpenPastTheQueueBudget(t *testing.T) {
-	rec := newRecorder(t)
+	rec := newShareUpstream(t)
 	h := startShared(t, rec, "300")
 	rec.hold = 2
 	var wg sync.WaitGroup
@@ -246,7 +246,7 @@ func TestQuotaShareFailsOpenPastTheQueueBudget(t *testing.T) {
 // after the budget — every request gets an answer, the upstream never
 // sees more than 2 and the refusals touch no health state.
 func TestCompositeGateRefusesWithTypedErrors(t *testing.T) {
-	rec := newRecorder(t)
+	rec := newShareUpstream(t)
 	h := startShared(t, rec, "10000")
 	rec.mock.SetScript(mustScript(t, `rules: [{key: sk-gated, responses: [{latency_ms: 200}]}]`))
 	var wg sync.WaitGroup
@@ -281,7 +281,7 @@ func TestCompositeGateRefusesWithTypedErrors(t *testing.T) {
 // providers[].max_concurrent and resilience.concurrency.global (set at run
 // time by PATCH) cap the requests in flight over connections.
 func TestProviderAndGlobalGates(t *testing.T) {
-	rec := newRecorder(t)
+	rec := newShareUpstream(t)
 	cfg := strings.Replace(strings.ReplaceAll(strings.ReplaceAll(shareConfig, "SHARED_URL", rec.srv.URL), "MAX_WAIT", "10000"),
 		"  - id: gated\n", "  - id: gated\n    max_concurrent: 1\n", 1)
 	cfg = strings.Replace(cfg, "      - {id: g1, api_key: sk-gated, rate_limit_overrides: {max_concurrent: 2, max_queue_depth: 4, max_wait_ms: 300}}",
