@@ -100,39 +100,36 @@ func TestSlowFlowingAnswerIsNeverCut(t *testing.T) {
 	}
 }
 
-// No first byte within the limit: a TimeoutError of the first-byte timer
-// (a call's Limits lower the client's default).
-func TestFirstByteTimerCutsASilentUpstream(t *testing.T) {
-	srv := httptest.NewServer(slowAnswer(5*time.Second, 1, 0))
-	defer srv.Close()
-	p := NewPool(Timeouts{FirstByte: time.Minute, Idle: testIdle})
-	defer p.Close()
-	for _, path := range []string{"Do", "DoBuffered"} {
-		t.Run(path, func(t *testing.T) {
-			start := time.Now()
-			_, err := call(t, p, path, srv.URL, Limits{FirstByte: testFirstByte})
-			wantTimeout(t, err, TimerFirstByte)
-			if el := time.Since(start); el > 3*time.Second {
-				t.Fatalf("cut after %v, want about %v", el, testFirstByte)
-			}
-		})
-	}
-}
-
-// An answer that started and then went silent longer than the idle
-// timeout is cut by the idle timer, long before the first-byte limit.
-func TestIdleTimerCutsASilentBody(t *testing.T) {
-	srv := httptest.NewServer(slowAnswer(0, -1, 0))
-	defer srv.Close()
-	p := NewPool(Timeouts{FirstByte: time.Minute, Idle: testIdle})
-	defer p.Close()
-	for _, path := range []string{"Do", "DoBuffered"} {
-		t.Run(path, func(t *testing.T) {
-			start := time.Now()
-			_, err := call(t, p, path, srv.URL, Limits{})
-			wantTimeout(t, err, TimerIdle)
-			if el := time.Since(start); el > 3*time.Second {
-				t.Fatalf("cut after %v, want about %v", el, testIdle)
+// A silent upstream is cut by the timer of the phase it is silent in, on
+// both clients: no first byte within the call's limit (Limits lower the
+// client's default of a minute) is the first-byte timer; an answer that
+// started and then went silent longer than the idle timeout is the idle
+// timer, long before the first-byte limit.
+func TestTimersCutASilentUpstream(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		upstream http.HandlerFunc
+		lim      Limits
+		want     Timer
+		after    time.Duration
+	}{
+		{"first byte", slowAnswer(5*time.Second, 1, 0), Limits{FirstByte: testFirstByte}, TimerFirstByte, testFirstByte},
+		{"idle", slowAnswer(0, -1, 0), Limits{}, TimerIdle, testIdle},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(tc.upstream)
+			defer srv.Close()
+			p := NewPool(Timeouts{FirstByte: time.Minute, Idle: testIdle})
+			defer p.Close()
+			for _, path := range []string{"Do", "DoBuffered"} {
+				t.Run(path, func(t *testing.T) {
+					start := time.Now()
+					_, err := call(t, p, path, srv.URL, tc.lim)
+					wantTimeout(t, err, tc.want)
+					if el := time.Since(start); el > 3*time.Second {
+						t.Fatalf("cut after %v, want about %v", el, tc.after)
+					}
+				})
 			}
 		})
 	}
