@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -662,6 +663,26 @@ func TestRealTimerStall(t *testing.T) {
 	}
 	if el := time.Since(start); el < 30*time.Millisecond {
 		t.Fatalf("stalled after %v, before the 30 ms budget", el)
+	}
+}
+
+// The system clock's timer is re-armed in place: the relay resets it once
+// per event, so a reset allocates nothing, and a re-armed timer fires.
+func TestSystemTimerResetAllocatesNothing(t *testing.T) {
+	tm := newClockTimer(admission.SystemClock())
+	tm.Reset(time.Hour)
+	if n := testing.AllocsPerRun(100, func() { tm.Reset(time.Hour) }); n != 0 {
+		t.Fatalf("Reset allocates %v times", n)
+	}
+	tm.Stop()
+	if tm.C() != nil {
+		t.Fatal("a stopped timer offers a channel")
+	}
+	tm.Reset(time.Millisecond)
+	select {
+	case <-tm.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the re-armed timer did not fire")
 	}
 }
 

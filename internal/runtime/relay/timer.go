@@ -18,11 +18,14 @@ type timer interface {
 	Stop()
 }
 
-// clockTimer is the timer of a Clock: Reset makes a new timer of the
-// clock (a fake clock's in tests, the system's otherwise).
+// clockTimer is the timer of a Clock. The system clock's timer is made
+// once and re-armed in place (Reset runs once per event of a stream, so it
+// must not allocate); another clock's (a fake clock's in tests) is made
+// anew by each Reset.
 type clockTimer struct {
 	clock admission.Clock
 	t     admission.Timer
+	armed bool
 }
 
 func newClockTimer(c admission.Clock) *clockTimer { return &clockTimer{clock: c} }
@@ -30,20 +33,26 @@ func newClockTimer(c admission.Clock) *clockTimer { return &clockTimer{clock: c}
 // C returns the armed timer's channel, or nil (never ready) when none is
 // armed.
 func (c *clockTimer) C() <-chan time.Time {
-	if c.t == nil {
+	if !c.armed {
 		return nil
 	}
 	return c.t.C()
 }
 
 func (c *clockTimer) Reset(d time.Duration) {
-	c.Stop()
+	c.armed = true
+	if c.t != nil {
+		if admission.ResetTimer(c.t, d) {
+			return
+		}
+		c.t.Stop()
+	}
 	c.t = c.clock.NewTimer(d)
 }
 
 func (c *clockTimer) Stop() {
-	if c.t != nil {
+	if c.armed {
 		c.t.Stop()
-		c.t = nil
+		c.armed = false
 	}
 }
