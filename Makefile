@@ -13,6 +13,7 @@ STATICCHECK_VERSION := v0.8.2
 # one -fuzz target per `go test`, hence the loop.
 FUZZ_TARGETS := \
 	./internal/runtime/wire:FuzzParse \
+	./internal/runtime/accesslog:FuzzLines \
 	./internal/runtime/sse:FuzzReader \
 	./internal/runtime/translate:FuzzRequests \
 	./internal/runtime/translate:FuzzResponses \

@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 
 	"github.com/hashicorp/go-hclog"
 	"github.com/spf13/cobra"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 )
 
 // exitError ends the process with a code after its message was printed.
@@ -38,22 +41,35 @@ func newRootCommand() *cobra.Command {
 
 // logger builds the root hclog logger from the global flags.
 func (g *globalFlags) logger(w io.Writer) (hclog.Logger, error) {
+	log, _, err := g.loggers(w)
+	return log, err
+}
+
+// loggers builds the root hclog logger from the global flags, and the
+// writer of the access lines (logger "breakwater.access") with the same
+// output, format and level; they share the output's mutex, so their lines
+// never interleave.
+func (g *globalFlags) loggers(w io.Writer) (hclog.Logger, *accesslog.Writer, error) {
 	if g.logFormat != "text" && g.logFormat != "json" {
-		return nil, fmt.Errorf("--log-format must be text or json (got %q)", g.logFormat)
+		return nil, nil, fmt.Errorf("--log-format must be text or json (got %q)", g.logFormat)
 	}
 	lvl := hclog.LevelFromString(g.logLevel)
 	if lvl == hclog.NoLevel {
-		return nil, fmt.Errorf("--log-level must be one of trace, debug, info, warn, error (got %q)", g.logLevel)
+		return nil, nil, fmt.Errorf("--log-level must be one of trace, debug, info, warn, error (got %q)", g.logLevel)
 	}
 	if w == nil {
 		w = os.Stderr
 	}
-	return hclog.New(&hclog.LoggerOptions{
+	mu := new(sync.Mutex)
+	log := hclog.New(&hclog.LoggerOptions{
 		Name:       "breakwater",
 		Level:      lvl,
 		Output:     w,
+		Mutex:      mu,
 		JSONFormat: g.logFormat == "json",
-	}), nil
+	})
+	access := accesslog.New(accesslog.Options{Output: w, Mutex: mu, JSON: g.logFormat == "json", Level: lvl, Name: "breakwater.access"})
+	return log, access, nil
 }
 
 func newVersionCommand() *cobra.Command {

@@ -36,7 +36,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 		Short: "Run the gateway (the embedded demo when no configuration is given)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := g.logger(cmd.ErrOrStderr())
+			log, access, err := g.loggers(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -87,7 +87,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			gw, err := gateway.Start(ctx, cfg, gateway.Options{Logger: log, Version: version})
+			gw, err := gateway.Start(ctx, cfg, gateway.Options{Logger: log, AccessLog: access, Version: version})
 			if err != nil {
 				return err
 			}

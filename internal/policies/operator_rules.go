@@ -110,6 +110,7 @@ type compiledRule struct {
 	cooldown    time.Duration
 	matchLower  string         // lower-cased substring, when not a regex
 	matchRegexp *regexp.Regexp // when Match is /.../
+	required    literals       // of matchRegexp, looked for first
 	headerName  string         // lower-cased
 	headerValue string         // lower-cased; "" with hasValue false: presence only
 	hasValue    bool
@@ -182,7 +183,7 @@ func compileRule(i int, r OperatorRule) (compiledRule, error) {
 		if err != nil {
 			return c, ruleError(i, "match", "invalid regular expression: "+err.Error())
 		}
-		c.matchRegexp = re
+		c.matchRegexp, c.required = re, requiredLiterals(m[1:len(m)-1])
 	} else {
 		c.matchLower = strings.ToLower(m)
 	}
@@ -218,6 +219,9 @@ type errorView struct {
 	status   int // after restatement so far
 	lower    string
 	lowered  bool
+	// foldASCII: 1 when no character of the body folds to an ASCII
+	// letter but ASCII letters, -1 when one does, 0 before the look.
+	foldASCII int8
 }
 
 // body returns the lower-cased full body, computed once.
@@ -226,6 +230,19 @@ func (v *errorView) lowerBody() string {
 		v.lower, v.lowered = strings.ToLower(v.in.Body), true
 	}
 	return v.lower
+}
+
+// foldsLikeASCII reports, looked at once, that the body holds neither
+// U+017F nor U+212A: no character but an ASCII letter folds (as (?i)
+// matches) to an ASCII letter.
+func (v *errorView) foldsLikeASCII() bool {
+	if v.foldASCII == 0 {
+		v.foldASCII = -1
+		if b := v.in.Body; ascii(b) || !strings.Contains(b, "\u017f") && !strings.Contains(b, "\u212a") {
+			v.foldASCII = 1
+		}
+	}
+	return v.foldASCII == 1
 }
 
 // matches reports whether rule c matches the attempt; restating rules
@@ -248,7 +265,7 @@ func (c *compiledRule) matches(v *errorView, restating bool) bool {
 	}
 	switch {
 	case c.matchRegexp != nil:
-		return c.matchRegexp.MatchString(v.in.Body)
+		return !c.required.absent(v) && c.matchRegexp.MatchString(v.in.Body)
 	case c.matchLower != "":
 		return strings.Contains(v.lowerBody(), c.matchLower)
 	}

@@ -55,6 +55,10 @@ func TestContractExampleParses(t *testing.T) {
 			ConnectTimeoutMS:   10000,
 			FirstByteTimeoutMS: 600000,
 			IdleTimeoutMS:      60000,
+			// Not in the contract's example: their defaults.
+			RequestDeadlineMS:    900000,
+			MaxInflightBodyBytes: 67108864,
+			WriteTimeoutMS:       60000,
 		},
 		State: State{Backend: "badger", Path: "./data", RedisURL: "redis://127.0.0.1:6379/0"},
 		Providers: []Provider{{
@@ -163,6 +167,9 @@ func TestDefaults(t *testing.T) {
 		{"server.connect_timeout_ms", c.Server.ConnectTimeoutMS, int64(10000)},
 		{"server.first_byte_timeout_ms", c.Server.FirstByteTimeoutMS, int64(600000)},
 		{"server.idle_timeout_ms", c.Server.IdleTimeoutMS, int64(60000)},
+		{"server.request_deadline_ms", c.Server.RequestDeadlineMS, int64(900000)},
+		{"server.max_inflight_body_bytes", c.Server.MaxInflightBodyBytes, int64(67108864)},
+		{"server.write_timeout_ms", c.Server.WriteTimeoutMS, int64(60000)},
 		{"state.backend", c.State.Backend, "badger"},
 		{"state.path", c.State.Path, "./data"},
 		{"policies.dir", c.Policies.Dir, "./policies.d"},
@@ -425,4 +432,15 @@ func writeSecret(t *testing.T, content string) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// The in-flight body budget defaults to 64 MiB, or to max_request_bytes
+// when that is larger: a larger body limit alone never fails validation.
+func TestInflightBodyBudgetDefault(t *testing.T) {
+	if c := mustParse(t, "server: {max_request_bytes: 104857600}\n", nil); c.Server.MaxInflightBodyBytes != 104857600 {
+		t.Fatalf("budget %d with a 100 MiB body limit", c.Server.MaxInflightBodyBytes)
+	}
+	if c := mustParse(t, "", nil); c.Server.MaxInflightBodyBytes != 64<<20 {
+		t.Fatalf("default budget %d", c.Server.MaxInflightBodyBytes)
+	}
 }

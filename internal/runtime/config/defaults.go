@@ -30,11 +30,17 @@ const (
 	DefaultConnectTimeoutMS   = 10000
 	DefaultFirstByteTimeoutMS = 600000
 	DefaultIdleTimeoutMS      = 60000
-	DefaultBackend            = BackendBadger
-	DefaultStatePath          = "./data"
-	DefaultPoliciesDir        = "./policies.d"
-	DefaultEvalTimeoutMS      = 50
-	DefaultStrategy           = "priority"
+	// DefaultRequestDeadlineMS is 15 minutes.
+	DefaultRequestDeadlineMS = 900000
+	// DefaultMaxInflightBodyBytes is 64 MiB of request bodies at once
+	// (at least max_request_bytes).
+	DefaultMaxInflightBodyBytes = 67108864
+	DefaultWriteTimeoutMS       = 60000
+	DefaultBackend              = BackendBadger
+	DefaultStatePath            = "./data"
+	DefaultPoliciesDir          = "./policies.d"
+	DefaultEvalTimeoutMS        = 50
+	DefaultStrategy             = "priority"
 	// Policy bundle and decision log defaults (docs/policies.md).
 	DefaultBundlePollIntervalMS = 30000
 	DefaultBundleAlgorithm      = "RS256"
@@ -101,6 +107,9 @@ func ApplyDefaults(c *Config) {
 	setDefault(&s.ConnectTimeoutMS, DefaultConnectTimeoutMS)
 	setDefault(&s.FirstByteTimeoutMS, DefaultFirstByteTimeoutMS)
 	setDefault(&s.IdleTimeoutMS, DefaultIdleTimeoutMS)
+	setDefault(&s.RequestDeadlineMS, DefaultRequestDeadlineMS)
+	setDefault(&s.MaxInflightBodyBytes, max(DefaultMaxInflightBodyBytes, s.MaxRequestBytes))
+	setDefault(&s.WriteTimeoutMS, DefaultWriteTimeoutMS)
 
 	setDefault(&c.State.Backend, DefaultBackend)
 	setDefault(&c.State.Path, DefaultStatePath)

@@ -232,7 +232,7 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 			t.Errorf("unexpected override %s", n)
 		}
 	}
-	// Every scalar leaf of the four sections: server 6, state 18, policies
+	// Every scalar leaf of the four sections: server 9, state 18, policies
 	// 2 + 6 bundle + 7 decision log,
 	// resilience: 3 profiles x (9 breaker + 2 cooldown) + 1 + 3 x 3
 	// provider_cooldown + 1 stream_stall + 1 local_timeout + 6
@@ -240,7 +240,7 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 	// concurrency + 3 stream recovery + 5 watchdog + 2 + 2
 	// emergency_fallback; plus the aliases: 27 spec breaker names, 10
 	// provider cooldown names and BREAKWATER_EMERGENCY_FALLBACK.
-	if want := 6 + 18 + 2 + 6 + 7 + 33 + 10 + 1 + 1 + 6 + 4 + 4 + 1 + 1 + 3 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
+	if want := 9 + 18 + 2 + 6 + 7 + 33 + 10 + 1 + 1 + 6 + 4 + 4 + 1 + 1 + 3 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
 		t.Errorf("EnvVars() has %d names, want %d", len(names), want)
 	}
 }

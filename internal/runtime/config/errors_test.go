@@ -270,6 +270,21 @@ func TestErrors(t *testing.T) {
 			at:   "-1", path: "server.max_request_bytes", msg: "must be greater than 0",
 		},
 		{
+			name: "request_deadline_ms below a second",
+			src:  "server: {request_deadline_ms: 500}\n",
+			at:   "500", path: "server.request_deadline_ms", msg: "must be between 1000 and 86400000",
+		},
+		{
+			name: "write_timeout_ms negative",
+			src:  "server: {write_timeout_ms: -5}\n",
+			at:   "-5", path: "server.write_timeout_ms", msg: "must be between 100 and 86400000",
+		},
+		{
+			name: "in-flight body budget below one request",
+			src:  "server: {max_request_bytes: 2048, max_inflight_body_bytes: 1024}\n",
+			at:   "1024", path: "server.max_inflight_body_bytes", msg: "must be at least server.max_request_bytes (2048)",
+		},
+		{
 			name: "duplicate combo names",
 			src:  "combos:\n  - {name: c1, targets: [{model: a/b}]}\n  - {name: c1, targets: [{model: a/b}]}\n",
 			at:   "c1", nth: 2, path: "combos[1].name", msg: `duplicate combo name "c1"`,

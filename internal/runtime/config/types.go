@@ -29,6 +29,15 @@ type Server struct {
 	ConnectTimeoutMS   int64 `yaml:"connect_timeout_ms" json:"connect_timeout_ms"`
 	FirstByteTimeoutMS int64 `yaml:"first_byte_timeout_ms" json:"first_byte_timeout_ms"`
 	IdleTimeoutMS      int64 `yaml:"idle_timeout_ms" json:"idle_timeout_ms"`
+	// RequestDeadlineMS bounds a client request's attempt loop: queueing,
+	// waits and attempts before a stream is committed (0 = default).
+	RequestDeadlineMS int64 `yaml:"request_deadline_ms" json:"request_deadline_ms"`
+	// MaxInflightBodyBytes bounds the request bodies held at once; a
+	// request over it waits for room (0 = default).
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes" json:"max_inflight_body_bytes"`
+	// WriteTimeoutMS bounds how long a response write may make no
+	// progress before the client is cut off (0 = default).
+	WriteTimeoutMS int64 `yaml:"write_timeout_ms" json:"write_timeout_ms"`
 }
 
 // State selects the state store backend. The redis_* keys configure the

@@ -139,7 +139,7 @@ func (v *validator) server(c *Config) {
 	host, err := splitListen(s.Listen)
 	if err != nil {
 		v.errorf("server.listen", "must be host:port, e.g. 127.0.0.1:8080 (got %q): %v", s.Listen, err)
-	} else if len(c.Keys) == 0 && !isLoopback(host) {
+	} else if len(c.Keys) == 0 && !IsLoopback(host) {
 		shown := host
 		if shown == "" {
 			shown = "(empty: all interfaces)"
@@ -154,6 +154,12 @@ func (v *validator) server(c *Config) {
 	v.rangeCheck("server.connect_timeout_ms", s.ConnectTimeoutMS, 1, dayMS)
 	v.rangeCheck("server.first_byte_timeout_ms", s.FirstByteTimeoutMS, 1, dayMS)
 	v.rangeCheck("server.idle_timeout_ms", s.IdleTimeoutMS, 1, dayMS)
+	v.rangeCheck("server.request_deadline_ms", s.RequestDeadlineMS, 1000, dayMS)
+	v.rangeCheck("server.write_timeout_ms", s.WriteTimeoutMS, 100, dayMS)
+	if s.MaxInflightBodyBytes < s.MaxRequestBytes {
+		v.errorf("server.max_inflight_body_bytes", "must be at least server.max_request_bytes (%d), or one request could never be admitted (got %d)",
+			s.MaxRequestBytes, s.MaxInflightBodyBytes)
+	}
 }
 
 // splitListen validates a host:port listen address and returns the host.
@@ -195,10 +201,10 @@ func validHostname(h string) bool {
 	return true
 }
 
-// isLoopback reports whether a listen host only accepts local connections:
+// IsLoopback reports whether a host (no port) only reaches this machine:
 // an IP in 127.0.0.0/8 or ::1, or "localhost". An empty host (all
 // interfaces) and other names are not loopback.
-func isLoopback(host string) bool {
+func IsLoopback(host string) bool {
 	if strings.EqualFold(strings.TrimSuffix(host, "."), "localhost") {
 		return true
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/plugins"
 	"github.com/breakwater-dev/breakwater/internal/policies"
 	"github.com/breakwater-dev/breakwater/internal/redact"
+	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/cluster"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
@@ -42,6 +43,10 @@ type Options struct {
 	Listener net.Listener
 	// Clock defaults to the system clock.
 	Clock engine.Clock
+	// AccessLog writes the access lines (the binary builds it beside the
+	// logger, see accesslog.Options); nil hands them to
+	// Logger.Named("access").
+	AccessLog *accesslog.Writer
 }
 
 // Gateway is a running gateway.
@@ -135,19 +140,21 @@ func (g *Gateway) start(ctx context.Context, cfg *config.Config, o Options) erro
 	g.Engine.SetObserver(m.EngineObserver())
 	requests := reqlog.New(reqlog.DefaultCapacity, o.Clock)
 	g.proxy, err = proxy.New(proxy.Options{Config: cfg, Topology: topo, Engine: g.Engine, Store: g.Store,
-		Logger: o.Logger.Named("proxy"), Access: o.Logger.Named("access"), Clock: timerClock(o.Clock), Metrics: m,
+		Logger: o.Logger.Named("proxy"), Access: o.accessLog(), Clock: timerClock(o.Clock), Metrics: m,
 		UserAgent: "breakwater/" + version(o.Version),
 		Classify:  g.Policies.ClassifyContext,
 		Route:     g.Plugins.RouteFunc(),
 		RequestObserver: func(r reqlog.Record) {
 			requests.Add(r)
 		},
+		Redactor: red,
 	})
 	if err != nil {
 		return err
 	}
 	g.Server, err = server.New(server.Options{Config: cfg, Engine: g.Engine, Proxy: g.proxy, Store: g.Store, Logger: o.Logger.Named("server"),
-		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins, Requests: requests})
+		Version: o.Version, Clock: o.Clock, Metrics: m, Policies: g.Policies, Plugins: g.Plugins, Requests: requests,
+		Redactor: red, Audit: o.Logger.Named("audit")})
 	if err != nil {
 		return err
 	}
@@ -264,6 +271,15 @@ func checkRoutePlugins(topo *topology.Topology, host *plugins.Host) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// accessLog is the writer of the access lines: AccessLog, else the
+// logger named access.
+func (o Options) accessLog() *accesslog.Writer {
+	if o.AccessLog != nil {
+		return o.AccessLog
+	}
+	return accesslog.FromLogger(o.Logger.Named("access"))
 }
 
 // PluginSpecs lists the configured plugins for the plugin host.

@@ -35,12 +35,14 @@ func TestQuotaMisstatusIsRestatedFor(t *testing.T) {
 	if resp.StatusCode != 429 || ra != "60" {
 		t.Fatalf("403 额度不足 must reach the client as 429 with Retry-After 60: %d %q", resp.StatusCode, ra)
 	}
-	// The same text from another provider is not restated.
+	// The same text from another provider is not restated: it stays the
+	// upstream refusing the gateway's key (a 403 the client cannot fix,
+	// answered 502 upstream_auth_error).
 	h.setScript(`rules: [{key: "sk-a*", responses: [{status: 403, body: '{"error":{"message":"用户额度不足","type":"forbidden"}}'}]}]`)
 	resp = h.post("/v1/chat/completions", chat("alpha/m", ""))
-	readBody(t, resp)
-	if resp.StatusCode != 403 {
-		t.Fatalf("another provider's 403 was restated: %d", resp.StatusCode)
+	body := readBody(t, resp)
+	if resp.StatusCode != 502 || !strings.Contains(string(body), "upstream_auth_error") {
+		t.Fatalf("another provider's 403 was restated: %d %s", resp.StatusCode, body)
 	}
 }
 

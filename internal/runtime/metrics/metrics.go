@@ -45,6 +45,11 @@ type Metrics struct {
 	policyLatency    prometheus.Histogram
 	streamTTFB       prometheus.Histogram
 	emergency        *prometheus.CounterVec
+
+	// The request path's children, resolved once per label values.
+	requestChildren *children[requestKey, requestChildren]
+	attemptChildren *children[attemptKey, prometheus.Counter]
+	streamChildren  *children[streamKey, prometheus.Counter]
 }
 
 // New builds the collectors and registers them, with the Go runtime and
@@ -96,6 +101,7 @@ func New() *Metrics {
 		m.cooldowns, m.terminal, m.lockoutsArmed, m.exclusions, m.admissionRejects, m.admissionWait, m.streamEvents,
 		m.policyDecisions, m.policyLatency, m.streamTTFB, m.emergency,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.cacheChildren()
 	return m
 }
 
@@ -109,10 +115,11 @@ func (m *Metrics) Handler() http.Handler {
 
 // Request records one finished client request.
 func (m *Metrics) Request(endpoint, provider, model string, status int, code string, attempts int, total, upstream time.Duration) {
-	m.requests.WithLabelValues(endpoint, provider, model, statusClass(status), code).Inc()
+	c := m.requestChildren.get(requestKey{endpoint, provider, model, statusClass(status), code})
+	c.count.Inc()
 	m.attemptsPerReq.Observe(float64(attempts))
 	if provider != "" && upstream > 0 {
-		m.upstreamLatency.WithLabelValues(provider).Observe(upstream.Seconds())
+		c.latency.Observe(upstream.Seconds())
 	}
 	if oh := total - upstream; oh >= 0 {
 		m.overhead.Observe(oh.Seconds())
@@ -135,7 +142,7 @@ func (m *Metrics) InternalRequest(provider, model string, status int, code strin
 // Attempt records one upstream attempt's outcome reason ("success" for a
 // 2xx).
 func (m *Metrics) Attempt(provider, connection, model, reason string) {
-	m.attempts.WithLabelValues(provider, connection, model, reason).Inc()
+	m.attemptChildren.get(attemptKey{provider, connection, model, reason}).Inc()
 }
 
 // AdmissionRejected records a local admission refusal.
@@ -148,7 +155,7 @@ func (m *Metrics) AdmissionWait(d time.Duration) { m.admissionWait.Observe(d.Sec
 
 // Stream records a stream lifecycle event ("commit", "failover", "abort",
 // "client_gone") with its reason (an empty answer is "empty_response").
-func (m *Metrics) Stream(event, reason string) { m.streamEvents.WithLabelValues(event, reason).Inc() }
+func (m *Metrics) Stream(event, reason string) { m.streamChildren.get(streamKey{event, reason}).Inc() }
 
 // PolicyDecision records one failure classification and its latency.
 func (m *Metrics) PolicyDecision(source, reason string, d time.Duration) {

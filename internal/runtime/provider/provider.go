@@ -202,6 +202,27 @@ var forwardable = func() []string {
 	return out
 }()
 
+// MaxForwardedValue bounds the value of a client header forwarded
+// upstream. anthropic-beta lists a few feature names (~300 bytes in the
+// newest clients); a longer value is not a request any provider serves.
+const MaxForwardedValue = 2048
+
+// CheckForwarded checks a client header value before it is forwarded
+// upstream (name is one of Forwardable): no control byte but tab (a CR,
+// LF or NUL cannot be sent, and sending it anyway would fail the upstream
+// call — once counted against the provider's health), at most
+// MaxForwardedValue bytes. The error is a *wire.FieldError naming the
+// header, for the client's 400; it never quotes the value.
+func CheckForwarded(name, value string) error {
+	switch {
+	case len(value) > MaxForwardedValue:
+		return &wire.FieldError{Field: name, Message: fmt.Sprintf("header value is %d bytes long; at most %d are forwarded", len(value), MaxForwardedValue)}
+	case !wire.ValidHeaderValue(value):
+		return &wire.FieldError{Field: name, Message: "header value contains a control character"}
+	}
+	return nil
+}
+
 // ForwardableQuery lists the client query parameters some endpoint
 // passes on; the server copies only these from a client request.
 func ForwardableQuery() []string { return forwardableQuery }

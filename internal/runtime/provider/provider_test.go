@@ -314,3 +314,27 @@ func TestSubscriptionCredentials(t *testing.T) {
 		t.Fatalf("openai oauth headers %v", h)
 	}
 }
+
+// TestCheckForwarded: a control byte or an oversized value in a forwarded
+// client header is the client's 400 naming the header, never quoting it.
+func TestCheckForwarded(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want string
+	}{
+		{"prompt-caching-2024-07-31,interleaved-thinking-2025-05-14", ""},
+		{"2023-06-01", ""},
+		{"tools-2024-05-16\x01", "anthropic-beta: header value contains a control character"},
+		{"x\r\nx-api-key: stolen", "anthropic-beta: header value contains a control character"},
+		{strings.Repeat("b", MaxForwardedValue+1), "anthropic-beta: header value is 2049 bytes long; at most 2048 are forwarded"},
+	} {
+		err := CheckForwarded("anthropic-beta", c.v)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != c.want {
+			t.Errorf("CheckForwarded(%q) = %q, want %q", c.v, got, c.want)
+		}
+	}
+}

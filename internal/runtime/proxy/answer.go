@@ -13,8 +13,10 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
+	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -50,9 +52,22 @@ func (p *Proxy) Reject(req *Request, e *wire.APIError) *Result {
 }
 
 // answerBuffered answers with a whole 2xx upstream answer, translated to
-// the client's format when the provider speaks another.
+// the client's format when the provider speaks another. A body that is not
+// a JSON object (an HTML page, truncated JSON) is the upstream's broken
+// answer: recorded as a protocol error and failed over.
 func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h http.Header, rb []byte) *Result {
-	if ex.EmptyAnswer(rb) {
+	// A body that is not JSON is a protocol error, checked before the
+	// emptiness test (which reads leniently). A translated answer is
+	// parsed by its translator, which fails on the same bodies, so only an
+	// answer that looks empty is checked here.
+	empty := ex.EmptyAnswer(rb)
+	if !ex.Translated() || empty {
+		if err := upstream.CheckJSONBody(rb); err != nil {
+			p.recordFailure(ctx, x, cd, 0, nil, nil, err)
+			return nil
+		}
+	}
+	if empty {
 		// Neither content nor a tool call (docs/resilience.md §9): a
 		// failure of the model; the caller fails over.
 		p.recordEmpty(ctx, x, cd, status)
@@ -63,7 +78,7 @@ func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candid
 		if rb, err = ex.Response(&x.body, rb, cd.Model); err != nil {
 			// The upstream answered 2xx with a body we cannot read: a
 			// broken answer from this target, not the client's fault.
-			p.recordFailure(ctx, x, cd, 502, nil, nil, fmt.Errorf("translating the upstream answer: %w", err))
+			p.recordFailure(ctx, x, cd, 0, nil, nil, &upstream.ProtocolError{Err: upstream.ErrMalformedBody, Detail: "untranslatable"})
 			return nil
 		}
 		h.Set("Content-Type", "application/json")
@@ -72,7 +87,7 @@ func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candid
 	p.recordSuccess(ctx, x, cd, status)
 	res := p.answer(x, status)
 	res.Header = routeHeaders(res.Header, x, cd)
-	copyResponseHeaders(res, h)
+	p.copyResponseHeaders(res, h)
 	res.Body = rb
 	res.Route = x.route()
 	return res
@@ -96,7 +111,7 @@ func (p *Proxy) answerExhausted(x *state, pool int) *Result {
 			wait = max(earliest.Sub(now), time.Second)
 		}
 		return p.fail(x, &wire.APIError{Status: 503, Type: "server_error", Code: "all_targets_cooling_down", RetryAfter: wait,
-			Message: fmt.Sprintf("every target of %q is temporarily excluded by resilience timers", x.req.Parsed.Model),
+			Message: fmt.Sprintf("every target of %q is temporarily excluded by resilience timers", wire.Clip(x.req.Parsed.Model)),
 			Extra:   map[string]any{"diagnostics": x.diagnostics(pool, now)}})
 	}
 	f := x.last
@@ -120,24 +135,51 @@ func (p *Proxy) answerExhausted(x *state, pool int) *Result {
 	case f.status == 0:
 		msg := "upstream request failed"
 		if f.outcome.Message != "" {
-			msg = f.outcome.Message
+			msg = p.red.String(f.outcome.Message)
 		}
 		return p.fail(x, &wire.APIError{Status: 502, Type: "upstream_error", Code: "upstream_unreachable", RetryAfter: retry,
 			Message: fmt.Sprintf("%s (provider %s)", msg, f.cand.Provider.ID)})
+	case credentialRejected(f):
+		// The upstream refused the gateway's own credential: the
+		// operator's problem, never the client's 401/403 — and the
+		// upstream's text (which may quote the key) stays out.
+		return p.fail(x, &wire.APIError{Status: 502, Type: "upstream_error", Code: "upstream_auth_error",
+			Message: fmt.Sprintf("provider %s rejected the gateway's credentials for connection %s (HTTP %d); the gateway's operator must check them",
+				f.cand.Provider.ID, f.cand.Connection.ID, f.status)})
 	case len(f.body) > 0 && json.Valid(f.body):
 		res := p.answer(x, status)
 		if retry > 0 {
 			res.set("Retry-After", strconv.FormatInt(wire.CeilSeconds(retry), 10))
 		}
-		copyResponseHeaders(res, f.header)
+		p.copyResponseHeaders(res, f.header)
 		res.set("Content-Type", "application/json")
-		res.Body = f.cand.Provider.Adapter.Exchange(x.format).Error(status, f.body)
+		res.Body = f.cand.Provider.Adapter.Exchange(x.format).Error(status, p.red.Bytes(f.body))
 		res.Code = string(f.outcome.Reason)
 		res.Route = x.route()
 		return res
 	}
+	if status < 400 {
+		// A redirect (never followed) or another non-error status that
+		// failed: the client gets a gateway error, never the 3xx.
+		status = 502
+	}
 	return p.fail(x, &wire.APIError{Status: status, Type: "upstream_error", Code: string(f.outcome.Reason), RetryAfter: retry,
 		Message: fmt.Sprintf("upstream %s answered HTTP %d", f.cand.Provider.ID, f.status)})
+}
+
+// credentialRejected reports whether a failure is the upstream refusing
+// the gateway's credential: a 401 or 403 classified as an authentication
+// failure (auth_error, or the terminal expired and banned), not restated
+// to another status (a quota 403 restated to 429 is not).
+func credentialRejected(f *failure) bool {
+	if f.status != 401 && f.status != 403 || f.outcome.Status != 0 && f.outcome.Status != f.status {
+		return false
+	}
+	switch f.outcome.Reason {
+	case engine.ReasonAuthError, engine.ReasonExpired, engine.ReasonBanned:
+		return true
+	}
+	return false
 }
 
 // answerPreDispatch answers a request that made no attempt (§6): 429
@@ -145,7 +187,7 @@ func (p *Proxy) answerExhausted(x *state, pool int) *Result {
 // quota/auth/not-found skips, 503 all_targets_cooling_down with
 // diagnostics, or 404 no_executable_targets for an empty pool.
 func (p *Proxy) answerPreDispatch(x *state, d strategy.Decision, pool int) *Result {
-	model := x.req.Parsed.Model
+	model := wire.Clip(x.req.Parsed.Model)
 	switch d.Code {
 	case strategy.CodeRateLimit:
 		return p.fail(x, &wire.APIError{Status: d.Status, Type: "rate_limit_error", Code: d.Code, RetryAfter: d.RetryAfter,
@@ -172,9 +214,10 @@ func routeHeaders(h []wire.Header, x *state, cd topology.Candidate) []wire.Heade
 }
 
 // copyResponseHeaders passes through the upstream headers a client may
-// use: content type, request ids and rate-limit information. Names in an
-// http.Header are canonical, so they compare without lower-casing.
-func copyResponseHeaders(res *Result, h http.Header) {
+// use: content type, request ids and rate-limit information, each value
+// redacted (an upstream may echo anything). Names in an http.Header are
+// canonical, so they compare without lower-casing.
+func (p *Proxy) copyResponseHeaders(res *Result, h http.Header) {
 	for k, v := range h {
 		if len(v) == 0 {
 			continue
@@ -182,7 +225,7 @@ func copyResponseHeaders(res *Result, h http.Header) {
 		switch {
 		case k == "Content-Type", k == "X-Request-Id", k == "Request-Id", k == "Retry-After", k == "Openai-Processing-Ms",
 			strings.HasPrefix(k, "X-Ratelimit-"), strings.HasPrefix(k, "Anthropic-Ratelimit-"):
-			res.set(k, v[0])
+			res.set(k, p.red.String(v[0]))
 		}
 	}
 }
@@ -197,7 +240,7 @@ func (p *Proxy) finish(x *state, status int, code string) {
 			p.metrics.InternalRequest(r.Provider, x.routedModel(), status, code)
 		}
 		if p.log.IsDebug() {
-			p.log.Debug("internal call", "request_id", x.req.ID, "model", x.req.Parsed.Model, "provider", r.Provider,
+			p.log.Debug("internal call", "request_id", x.req.ID, "model", wire.Clip(x.req.Parsed.Model), "provider", r.Provider,
 				"attempts", r.Attempts, "status", status, "code", code, "total_ms", total.Milliseconds())
 		}
 		return
@@ -211,9 +254,9 @@ func (p *Proxy) finish(x *state, status int, code string) {
 	if !p.access.IsInfo() {
 		return
 	}
-	p.access.Info("request", "request_id", x.req.ID, "model", x.req.Parsed.Model, "provider", r.Provider, "connection", r.Connection,
-		"attempts", r.Attempts, "status", status, "code", code, "stream", x.stream,
-		"upstream_ms", x.upstreamTime.Milliseconds(), "total_ms", total.Milliseconds())
+	p.access.Request(accesslog.Line{RequestID: x.req.ID, Model: wire.Clip(x.req.Parsed.Model), Provider: r.Provider, Connection: r.Connection,
+		Attempts: r.Attempts, Status: status, Code: code, Stream: x.stream,
+		Upstream: x.upstreamTime, Total: total})
 }
 
 // wrongEndpoint is the 400 of a model none of whose providers serves the
@@ -222,13 +265,7 @@ func (p *Proxy) finish(x *state, status int, code string) {
 func wrongEndpoint(model string, f wire.Format) *wire.APIError {
 	return &wire.APIError{Status: 400, Type: "invalid_request_error", Code: "wrong_endpoint", Param: "model",
 		Message: fmt.Sprintf("model %q has no provider that serves the %s API; it is served by %s-kind providers only",
-			model, f, strings.Join(provider.KindsServing(f), ", "))}
-}
-
-// cancelled is the answer of a request whose context ended while it
-// waited: the gateway shuts down (or the client left).
-func cancelled() *wire.APIError {
-	return &wire.APIError{Status: 503, Type: "server_error", Code: "shutting_down", Message: "the gateway is shutting down", RetryAfter: time.Second}
+			wire.Clip(model), f, strings.Join(provider.KindsServing(f), ", "))}
 }
 
 // admissionError renders an admission refusal for the client.

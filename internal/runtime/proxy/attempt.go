@@ -147,19 +147,24 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 
 // bufferedAttempt makes a non-streaming call on the synchronous client
 // (see upstream.Pool.DoBuffered): the first byte within the first-byte
-// timeout and what is left of the execution budget, then as long as the
-// answer keeps arriving (never silent longer than the idle timeout). The
-// call cannot be cancelled once sent; its timers bound it.
+// timeout and what is left of the execution budget and of the request
+// deadline, then as long as the answer keeps arriving (never silent longer
+// than the idle timeout). The call cannot be cancelled once sent; its
+// timers bound it.
 func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, out []byte, route upstream.Route, tm *attemptTimers) *Result {
 	if err := ctx.Err(); err != nil {
-		return p.fail(x, cancelled())
+		return p.fail(x, cancelled(ctx))
 	}
 	h := p.upstreamHeaders(x, cd)
 	t0 := time.Now()
 	lim, firstBy := tm.call(p.clock.Now(), false)
-	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, lim.FirstByte)
+	fb, byDeadline := x.firstByteBefore(lim.FirstByte, t0)
+	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, fb)
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
+		if te, ok := upstream.AsTimeout(err); ok && te.Timer == upstream.TimerFirstByte && byDeadline {
+			return p.fail(x, endedBy(ErrRequestDeadline)) // our own deadline: not upstream health
+		}
 		if timer, limit, cut := tm.cut(err, firstBy); cut {
 			p.recordLocalTimeout(ctx, x, cd, timer, limit)
 			return nil
@@ -230,6 +235,15 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 // relay runs on the proxy's clock from sent, when the upstream call was
 // made (the first stall budget and the hard deadline count from it).
 func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, resp *http.Response, cancel context.CancelFunc, tm *attemptTimers, t0, sent time.Time) *Result {
+	if err := upstream.CheckEventStream(resp.Header); err != nil {
+		// A JSON or HTML body where an event stream was asked for: the
+		// upstream's protocol error, not a transport failure.
+		resp.Body.Close()
+		cancel()
+		x.upstreamTime += time.Since(t0)
+		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
+		return nil
+	}
 	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: sent}
 	if tr := ex.Stream(&x.body, cd.Model); tr != nil {
 		a.Translator = tr
@@ -255,7 +269,7 @@ func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candida
 	res := p.answer(x, resp.StatusCode)
 	res.Route = x.route()
 	res.Header = routeHeaders(res.Header, x, cd)
-	copyResponseHeaders(res, resp.Header)
+	p.copyResponseHeaders(res, resp.Header)
 	if ex.Translated() || resp.Header.Get("Content-Type") == "" {
 		res.set("Content-Type", "text/event-stream")
 	}
@@ -291,6 +305,7 @@ func (p *Proxy) relayConfig(x *state, ex *provider.Exchange, tm *attemptTimers) 
 		Idle:         tm.idle,
 		HardDeadline: tm.hard,
 		Clock:        p.clock,
+		Redact:       p.red.Bytes,
 	}
 }
 

@@ -57,6 +57,12 @@ type Request struct {
 	// Start is when the request arrived, for the access line's total
 	// time; zero means when Serve was called.
 	Start time.Time
+	// Deadline, when set, is when the attempt loop gives up
+	// (server.request_deadline_ms): the caller then cancels the context
+	// with ErrRequestDeadline, and Serve bounds the synchronous upstream
+	// calls, which no context interrupts, by it. A stream committed
+	// before it is not cut.
+	Deadline time.Time
 }
 
 // HeaderSource lists a client request's headers for a routing plugin:
@@ -119,8 +125,10 @@ func (r *Result) HeaderValue(name string) string {
 }
 
 // Serve runs one request to its answer. ctx is the request's context: the
-// caller cancels it when the client goes away or the gateway shuts down,
-// and every admission queue, wait and upstream call derives from it.
+// caller cancels it when the client goes away (cause ErrClientGone), its
+// deadline passes (ErrRequestDeadline) or the gateway shuts down, and
+// every admission queue, wait and upstream call derives from it; the loop
+// then stops before its next step and answers why (ended.go).
 //
 // The steps, in order:
 //
@@ -167,7 +175,7 @@ func (p *Proxy) serve(ctx context.Context, x *state) *Result {
 	res, ok := x.rt.Topology.Resolve(req.Parsed.Model)
 	if !ok {
 		return p.fail(x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
-			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", req.Parsed.Model)})
+			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", wire.Clip(req.Parsed.Model))})
 	}
 	cands := servable(res.Candidates, x.format)
 	if len(cands) == 0 {
@@ -230,6 +238,9 @@ func (p *Proxy) dispatch(ctx context.Context, x *state, parsed wire.Request, bod
 		if res := p.dispatchRound(ctx, x, parsed, body, cands, maxAttempts); res != nil {
 			return res
 		}
+		if e := ended(ctx); e != nil {
+			return p.fail(x, e)
+		}
 		if x.attempts == 0 && x.last == nil && x.admissionErr == nil {
 			if e := p.leaseCapacityError(x); e != nil {
 				return p.fail(x, e)
@@ -244,7 +255,7 @@ func (p *Proxy) dispatch(ctx context.Context, x *state, parsed wire.Request, bod
 			}
 			if d.Status == 0 {
 				if !p.pause(ctx, d.Wait) {
-					return p.fail(x, cancelled())
+					return p.fail(x, cancelled(ctx))
 				}
 				waits++
 				budgetLeft -= d.Wait
@@ -275,8 +286,11 @@ func (p *Proxy) dispatch(ctx context.Context, x *state, parsed wire.Request, bod
 			continue // a target became eligible while this round ran
 		}
 		w, ok := p.transientWait(x, wait, waits, budgetLeft)
-		if !ok || !p.pause(ctx, w) {
+		if !ok {
 			break
+		}
+		if !p.pause(ctx, w) {
+			return p.fail(x, cancelled(ctx))
 		}
 		waits++
 		budgetLeft -= w
@@ -299,6 +313,9 @@ func (p *Proxy) dispatchRound(ctx context.Context, x *state, parsed wire.Request
 	for i, cd := range cands {
 		if x.attempts >= maxAttempts {
 			break
+		}
+		if e := ended(ctx); e != nil {
+			return p.fail(x, e) // the client left, the deadline passed: no new attempt
 		}
 		if x.deadConns[cd.Connection] || x.failedHard[i] {
 			continue
@@ -323,10 +340,10 @@ func (p *Proxy) dispatchRound(ctx context.Context, x *state, parsed wire.Request
 		p.comboOutcome(x, cd, false)
 		p.affinityFailed(ctx, x, cd)
 		o := x.last.outcome
-		if o.Reason != engine.ReasonRateLimit && o.Reason != engine.ReasonConcurrencyLimited && o.Reason != engine.ReasonStreamStall {
+		if o.Reason != engine.ReasonRateLimit && o.Reason != engine.ReasonConcurrencyLimited && !x.mayRetryStall(i, o) {
 			// Not worth another try in this request after a wait (a rate
 			// limit passes, and a stalled stream may go through on the next
-			// call).
+			// call, once).
 			if x.failedHard == nil {
 				x.failedHard = map[int]bool{}
 			}
@@ -439,6 +456,8 @@ type state struct {
 	// failedHard are the candidates (by index) that failed in this request
 	// for a reason a short wait does not cure; later rounds skip them.
 	failedHard map[int]bool
+	// stalled counts the stream stalls of each candidate (by index).
+	stalled map[int]int
 	// admissionErr is the last local admission refusal.
 	admissionErr *wire.APIError
 	// body is the client body as the provider exchanges read it (parsed

@@ -37,6 +37,7 @@ func (p *Proxy) orchestrate(ctx context.Context, x *state, combo *topology.Combo
 	if err != nil {
 		return p.fail(x, wire.InvalidRequestFor(err, "body"))
 	}
+	reqCtx := ctx
 	ctx, cancel := context.WithTimeout(ctx, p.up.Timeouts().FirstByte+5*time.Minute)
 	defer cancel()
 	exec := p.exec(x)
@@ -60,6 +61,9 @@ func (p *Proxy) orchestrate(ctx context.Context, x *state, combo *topology.Combo
 	}
 	x.upstreamTime += time.Since(t0)
 	x.attempts += len(info.Calls)
+	if e := ended(reqCtx); e != nil {
+		return p.fail(x, e)
+	}
 	if err != nil {
 		p.log.Warn("orchestration failed", "request_id", x.req.ID, "combo", combo.Name, "strategy", combo.Strategy, "error", err)
 		return p.fail(x, &wire.APIError{Status: 502, Type: "upstream_error", Code: "orchestration_failed",

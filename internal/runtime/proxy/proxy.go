@@ -36,6 +36,8 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine/lease"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
+	"github.com/breakwater-dev/breakwater/internal/redact"
+	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
@@ -57,9 +59,9 @@ type Options struct {
 	Store engine.Store
 	// Logger is the proxy's logger, named by the caller; nil discards.
 	Logger hclog.Logger
-	// Access receives the one access line of each client request; nil
+	// Access writes the one access line of each client request; nil
 	// discards.
-	Access hclog.Logger
+	Access *accesslog.Writer
 	// Clock tells the time and makes the timers of every wait (admission
 	// queues, §6 combo waits); nil is the system clock.
 	Clock admission.Clock
@@ -86,6 +88,10 @@ type Options struct {
 	// block; the record's slices are only valid during the call (copy
 	// what is kept).
 	RequestObserver func(reqlog.Record)
+	// Redactor removes credentials from every upstream text the proxy
+	// passes on (error bodies, messages, relayed headers) or logs; nil
+	// removes key-shaped tokens only.
+	Redactor *redact.Redactor
 }
 
 // Proxy serves gateway requests. Build it with New, call Start before
@@ -95,12 +101,13 @@ type Proxy struct {
 	eng     *engine.Engine
 	store   engine.Store
 	log     hclog.Logger
-	access  hclog.Logger
+	access  *accesslog.Writer
 	clock   admission.Clock
 	metrics *metrics.Metrics
 	up      Upstream
 	ownUp   bool
 	ua      string
+	red     *redact.Redactor
 
 	classify func(context.Context, engine.ErrorInput) engine.Outcome
 	route    strategy.RouteFunc
@@ -156,14 +163,14 @@ func New(o Options) (*Proxy, error) {
 		o.Logger = hclog.NewNullLogger()
 	}
 	if o.Access == nil {
-		o.Access = hclog.NewNullLogger()
+		o.Access = accesslog.FromLogger(nil)
 	}
 	if o.Clock == nil {
 		o.Clock = admission.SystemClock()
 	}
 	p := &Proxy{
 		cfg: o.Config, eng: o.Engine, store: o.Store, log: o.Logger, access: o.Access,
-		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent,
+		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent, red: o.Redactor,
 		classify: o.Classify, route: o.Route, observe: o.RequestObserver,
 	}
 	if p.classify == nil {

@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/relay"
 	"github.com/breakwater-dev/breakwater/internal/runtime/reqlog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -29,6 +31,20 @@ func (p *Proxy) attemptStarted(x *state) {
 // engine makes it a model lockout, records the outcome in the engine
 // exactly once and keeps it as the request's last failure.
 func (p *Proxy) recordFailure(ctx context.Context, x *state, cd topology.Candidate, status int, hdr http.Header, body []byte, terr error) {
+	switch {
+	case terr != nil && ctx.Err() != nil:
+		// The request ended (its client left, its deadline passed, the
+		// gateway stops) and the call failed with it: not upstream health.
+		return
+	case upstream.IsLocal(terr):
+		// Nothing was sent (a header that cannot be sent, a route that
+		// cannot be built): the gateway's own error, answered as such if
+		// no other target serves the request (admissionErr is the
+		// request's local refusal).
+		x.admissionErr = &wire.APIError{Status: 500, Type: "server_error", Code: "local_error",
+			Message: fmt.Sprintf("the request to %s could not be sent: %s", cd.Provider.ID, p.red.String(terr.Error()))}
+		return
+	}
 	in := engine.ErrorInput{
 		Provider:     cd.Provider.ID,
 		Connection:   cd.Connection.ID,
@@ -50,8 +66,14 @@ func (p *Proxy) recordFailure(ctx context.Context, x *state, cd topology.Candida
 	p.pace(cd, o)
 	p.record(ctx, x, cd, o, status, hdr, body)
 	if p.log.IsDebug() {
+		// The transport error's own text (redacted) is for debugging
+		// only; the client and the info log see the classified outcome.
+		errText := ""
+		if terr != nil {
+			errText = p.red.String(terr.Error())
+		}
 		p.log.Debug("attempt failed", "request_id", x.req.ID, "provider", cd.Provider.ID, "connection", cd.Connection.ID,
-			"model", cd.Model, "status", status, "reason", o.Reason, "scope", o.Scope, "rule", o.RuleID)
+			"model", cd.Model, "status", status, "reason", o.Reason, "scope", o.Scope, "rule", o.RuleID, "error", errText)
 	}
 }
 
@@ -135,6 +157,10 @@ func (p *Proxy) recordStreamFailure(ctx context.Context, x *state, cd topology.C
 		p.record(ctx, x, cd, o, 502, nil, e.Body(x.format))
 	case relay.ReasonUpstreamErrorEvent:
 		p.recordFailure(ctx, x, cd, streamErrorStatus(f.Data), nil, f.Data, nil)
+	case relay.ReasonTranslateError:
+		// An event that does not parse: the upstream's protocol error,
+		// not a transport failure.
+		p.recordFailure(ctx, x, cd, 0, nil, nil, &upstream.ProtocolError{Err: upstream.ErrMalformedBody, Detail: "untranslatable event"})
 	default:
 		p.recordFailure(ctx, x, cd, 0, nil, nil, f)
 	}

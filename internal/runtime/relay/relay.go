@@ -2,6 +2,7 @@ package relay
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,11 @@ type Config struct {
 	// Clock tells the time and makes the timer every watchdog waits on;
 	// nil is the system clock.
 	Clock admission.Clock
+	// Redact, when set, removes credentials from the data of an upstream
+	// error event before it is relayed to the client after the commit
+	// point (the one upstream text a committed stream passes on as it
+	// came: an upstream may quote the gateway's key in it).
+	Redact func([]byte) []byte
 
 	// newTimer replaces the real timer in tests.
 	newTimer func() timer
@@ -607,6 +613,11 @@ func (s *Stream) upstreamError(ev sse.Event) {
 	if !s.committed {
 		s.out = s.out[:0]
 		return
+	}
+	if s.cfg.Redact != nil {
+		if data := s.cfg.Redact(ev.Data); !bytes.Equal(data, ev.Data) {
+			ev.Data, ev.Raw = data, nil // re-serialised from the redacted data
+		}
 	}
 	before := len(s.out)
 	if err := s.translate(ev); err != nil || len(s.out) == before {

@@ -80,10 +80,15 @@ const localsKey = "bw.key"
 // configuration refuses anything else).
 func (s *Server) clientAuth(c *fiber.Ctx) error {
 	if !s.auth.keysExist {
+		if e := s.loopbackOnly(c); e != nil {
+			return s.writeError(c, e, formatOf(c))
+		}
 		return c.Next()
 	}
-	k := s.auth.lookup(presentedKey(c))
+	presented := presentedKey(c)
+	k := s.auth.lookup(presented)
 	if k == nil {
+		s.auditRefusal(c, "client", refusalReason(presented, "key"))
 		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "invalid_api_key",
 			Message: "missing or invalid API key (send Authorization: Bearer KEY or x-api-key: KEY)"}, formatOf(c))
 	}
@@ -99,10 +104,28 @@ func (s *Server) adminAuth(c *fiber.Ctx) error {
 	}
 	if !s.auth.checkAdmin(tok) {
 		msg := "admin API requires Authorization: Bearer <admin token>"
+		reason := refusalReason(tok, "token")
 		if !s.auth.adminSet {
-			msg = "admin API is disabled: set server.admin_token"
+			msg, reason = "admin API is disabled: set server.admin_token", "admin API disabled"
 		}
+		s.auditRefusal(c, "admin", reason)
 		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "unauthorized", Message: msg}, wire.FormatChat)
 	}
 	return c.Next()
+}
+
+// auditRefusal writes the audit line of a refused authentication: who
+// (the client's address), where (method and path) and why — never the key
+// or token presented, and the key id as "unknown".
+func (s *Server) auditRefusal(c *fiber.Ctx, realm, reason string) {
+	s.audit.Warn("authentication refused", "realm", realm, "client_ip", c.IP(), "method", c.Method(),
+		"path", wire.Clip(c.Path()), "key_id", "unknown", "reason", reason)
+}
+
+// refusalReason says whether a credential was missing or wrong.
+func refusalReason(presented, what string) string {
+	if presented == "" {
+		return "missing " + what
+	}
+	return "unknown " + what
 }

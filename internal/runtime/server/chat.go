@@ -52,25 +52,52 @@ func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
 	req.Headers = (*routeHeaders)(c)
 	for _, name := range provider.Forwardable() {
 		if v := c.Get(name); v != "" {
+			if err := provider.CheckForwarded(name, v); err != nil {
+				return s.render(c, s.proxy.Reject(req, wire.InvalidRequestFor(err, name)))
+			}
 			req.Forward = append(req.Forward, wire.Header{Name: name, Value: strings.Clone(v)})
 		}
 	}
 	req.Query = forwardQuery(c)
-	return s.render(c, s.proxy.Serve(s.baseCtx, req))
+	if d := s.cfg.Server.RequestDeadlineMS; d > 0 {
+		req.Deadline = req.Start.Add(time.Duration(d) * time.Millisecond)
+	}
+	sc := newScope(s.baseCtx, c.Context().Conn(), req.Deadline)
+	res := s.proxy.Serve(sc.ctx, req)
+	sc.settle()
+	if res.Stream == nil {
+		sc.end()
+		return s.render(c, res)
+	}
+	return s.renderStream(c, res, sc)
 }
 
-// render writes a proxy.Result: its status and headers, then its body,
-// or its committed stream relayed as the response body is written.
+// render writes a proxy.Result whose content is its body.
 func (s *Server) render(c *fiber.Ctx, res *proxy.Result) error {
 	for _, h := range res.Header {
 		c.Set(h.Name, h.Value)
 	}
 	c.Status(res.Status)
-	if res.Stream != nil {
-		c.Context().SetBodyStreamWriter(func(w *bufio.Writer) { res.Stream.Run(w) })
-		return nil
+	return s.sendBody(c, res.Body)
+}
+
+// renderStream writes a committed stream: its status and headers, then
+// the stream relayed as the response body is written, each write renewing
+// the write deadline. The stream holds the request's body (and its share
+// of the body budget) and its scope until it ends.
+func (s *Server) renderStream(c *fiber.Ctx, res *proxy.Result, sc *scope) error {
+	for _, h := range res.Header {
+		c.Set(h.Name, h.Value)
 	}
-	return c.Send(res.Body)
+	c.Status(res.Status)
+	c.Locals(bodyHeldLocal, true)
+	req, conn := &c.Context().Request, c.Context().Conn()
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		s.streamTo(w, conn, func(w *bufio.Writer) { res.Stream.Run(w) })
+		sc.end()
+		s.doneWithBody(req)
+	})
+	return nil
 }
 
 // onRequest runs the plugins' on_request hook, once per client request: a

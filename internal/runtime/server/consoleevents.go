@@ -124,10 +124,10 @@ func (s *Server) handleConsoleEvents(c *fiber.Ctx) error {
 	c.Set(fiber.HeaderContentType, "text/event-stream")
 	c.Set(fiber.HeaderCacheControl, "no-store")
 	c.Set("X-Accel-Buffering", "no")
-	ctx := s.baseCtx
+	ctx, conn := s.baseCtx, c.Context().Conn()
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer s.console.streams.leave()
-		s.streamConsole(ctx, w)
+		s.streamTo(w, conn, func(w *bufio.Writer) { s.streamConsole(ctx, w) })
 	})
 	return nil
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"time"
@@ -28,10 +29,22 @@ func (s *Server) handleGetPolicies(c *fiber.Ctx) error {
 // nothing changes.
 func (s *Server) handlePutOperatorRules(c *fiber.Ctx) error {
 	var rules []policies.OperatorRule
-	dec := json.NewDecoder(strings.NewReader(string(c.Body())))
+	body := bytes.TrimSpace(c.Body())
+	if !bytes.HasPrefix(body, []byte("[")) {
+		// null, an object, nothing: never "clear every rule" by accident;
+		// an explicit [] clears them.
+		return s.adminError(c, badRequest("body", "want a JSON list of operator rules ([] removes every rule)"))
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&rules); err != nil {
 		return s.adminError(c, badRequest("body", "want a JSON list of operator rules: "+err.Error()))
+	}
+	if dec.More() {
+		return s.adminError(c, badRequest("body", "want one JSON list of operator rules, found more after it"))
+	}
+	if rules == nil {
+		rules = []policies.OperatorRule{}
 	}
 	if err := s.policies.SetOperatorRules(c.UserContext(), rules); err != nil {
 		field, msg := splitFieldError(err.Error())

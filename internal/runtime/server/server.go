@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,6 +29,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/plugins"
 	"github.com/breakwater-dev/breakwater/internal/policies"
+	"github.com/breakwater-dev/breakwater/internal/redact"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
 	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
@@ -61,6 +63,12 @@ type Options struct {
 	// Requests is the console's request log, which the request loop feeds
 	// (proxy.Options.RequestObserver); nil keeps an empty one.
 	Requests *reqlog.Log
+	// Redactor removes credentials from what the server logs; nil removes
+	// key-shaped tokens only.
+	Redactor *redact.Redactor
+	// Audit receives one line per refused authentication (never the key);
+	// nil discards.
+	Audit hclog.Logger
 }
 
 // Server is the gateway's HTTP server. It is goroutine-safe.
@@ -78,6 +86,12 @@ type Server struct {
 	plugins  *plugins.Host
 	store    engine.Store
 	requests *reqlog.Log
+	red      *redact.Redactor
+	audit    hclog.Logger
+	// budget bounds the request bodies held at once.
+	budget *bodyBudget
+	// writeTimeout bounds a response write that makes no progress.
+	writeTimeout time.Duration
 
 	// fileTopology is the topology of the configuration file.
 	fileTopology *topology.Topology
@@ -112,10 +126,13 @@ func New(o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	if o.Audit == nil {
+		o.Audit = hclog.NewNullLogger()
+	}
 	s := &Server{
 		cfg: o.Config, eng: o.Engine, proxy: o.Proxy, clock: o.Clock, log: o.Logger, version: o.Version,
 		metrics: o.Metrics, policies: o.Policies, plugins: o.Plugins, store: o.Store, requests: o.Requests,
-		auth: newAuthenticator(o.Config),
+		auth: newAuthenticator(o.Config), red: o.Redactor, audit: o.Audit,
 	}
 	var rnd [4]byte
 	_, _ = rand.Read(rnd[:])
@@ -124,22 +141,33 @@ func New(o Options) (*Server, error) {
 	s.fileTopology = o.Proxy.Routing().Topology
 	s.view.Store(&view{routing: o.Proxy.Routing(), models: modelsList(s.fileTopology)})
 
-	limit := o.Config.Server.MaxRequestBytes
-	if limit <= 0 {
-		limit = config.DefaultMaxRequestBytes
+	limit := s.bodyLimit()
+	inflight := max(o.Config.Server.MaxInflightBodyBytes, limit)
+	if o.Config.Server.MaxInflightBodyBytes == 0 {
+		inflight = max(config.DefaultMaxInflightBodyBytes, limit)
 	}
+	writeTimeout := time.Duration(o.Config.Server.WriteTimeoutMS) * time.Millisecond
+	if writeTimeout <= 0 {
+		writeTimeout = config.DefaultWriteTimeoutMS * time.Millisecond
+	}
+	s.writeTimeout = writeTimeout
+	s.budget = newBodyBudget(inflight, limit, readTimeout, s.queueWait, s.baseCtx.Done())
 	s.app = fiber.New(fiber.Config{
 		AppName:               "breakwater",
 		BodyLimit:             int(limit),
 		DisableStartupMessage: true,
 		ErrorHandler:          s.errorHandler,
-		ReadTimeout:           60 * time.Second,
-		IdleTimeout:           120 * time.Second,
+		ReadTimeout:           readTimeout,
+		// A response must make progress within the write timeout; a
+		// stream or a large body extends it at every write (writes.go).
+		WriteTimeout: writeTimeout,
+		IdleTimeout:  120 * time.Second,
 		// Never echo client input back in framework errors.
 		DisableDefaultContentType: false,
 	})
 	s.routes()
-	s.lingerOversized()
+	s.installConnHooks()
+	s.lingerOversized() // after installConnHooks: it wraps connError
 	return s, nil
 }
 
@@ -217,12 +245,19 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
+// queueWait is the queue-wait budget (request_queue.max_wait_ms): how
+// long a request may wait for room in the body budget.
+func (s *Server) queueWait() time.Duration {
+	return time.Duration(s.eng.CurrentSettings().RequestQueue.MaxWaitMS) * time.Millisecond
+}
+
 func (s *Server) nextRequestID() string {
 	return s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 36)
 }
 
-// errorHandler answers framework-level errors (body too large, unknown
-// route, method not allowed) in the OpenAI error shape.
+// errorHandler answers the errors a route returns and Fiber's own (body
+// too large, unknown route, method not allowed) in the client's error
+// shape. A route's own error is logged redacted; no request bytes are.
 func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	var fe *fiber.Error
 	status := fiber.StatusInternalServerError
@@ -232,15 +267,18 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	var e *wire.APIError
 	switch status {
 	case fiber.StatusRequestEntityTooLarge:
-		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "request_too_large",
-			Message: fmt.Sprintf("request body exceeds server.max_request_bytes (%d bytes)", s.cfg.Server.MaxRequestBytes)}
+		e = bodyTooLarge(s.bodyLimit())
 	case fiber.StatusNotFound:
-		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "not_found", Message: "no such endpoint: " + c.Method() + " " + c.Path()}
+		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "not_found", Message: "no such endpoint: " + c.Method() + " " + wire.Clip(c.Path())}
 	case fiber.StatusMethodNotAllowed:
 		e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "method_not_allowed", Message: "method not allowed"}
 	default:
-		s.log.Error("unhandled error", "path", c.Path(), "error", err)
-		e = &wire.APIError{Status: status, Type: "server_error", Code: "internal_error", Message: "internal error"}
+		if fe != nil && status < 500 {
+			e = &wire.APIError{Status: status, Type: "invalid_request_error", Code: "bad_request", Message: http.StatusText(status)}
+			break
+		}
+		s.log.Error("unhandled error", "path", wire.Clip(c.Path()), "error", s.red.String(err.Error()))
+		e = &wire.APIError{Status: 500, Type: "server_error", Code: "internal_error", Message: "internal error"}
 	}
 	return s.writeError(c, e, formatOf(c))
 }

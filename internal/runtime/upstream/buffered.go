@@ -167,11 +167,14 @@ func (c *phasedConn) Handshake() error {
 // the answer, its body cut to MaxRedirectBody), a gzip or deflate body is
 // decoded (bounded by MaxBodyBytes, Content-Encoding and Content-Length
 // removed), and oversized, malformed or undecodable answers fail with a
-// *ProtocolError.
+// *ProtocolError. A call that cannot be sent fails with a *LocalError.
 func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Route, firstByte time.Duration) (*Buffered, error) {
+	if err := CheckHeaders(h); err != nil {
+		return nil, err
+	}
 	c, err := p.fastClient(r)
 	if err != nil {
-		return nil, err
+		return nil, &LocalError{Err: err}
 	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()

@@ -170,12 +170,17 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 // (bounded by MaxBodyBytes, Content-Encoding and Content-Length removed
 // from the answer's headers). An answer with headers over
 // MaxResponseHeaderBytes, a malformed one or one in an encoding the client
-// cannot decode fails with a *ProtocolError. The caller must close the
-// body; closing it stops the timers.
+// cannot decode fails with a *ProtocolError; a request that cannot be sent
+// (an invalid header, a route that cannot be built) fails with a
+// *LocalError before anything is sent. The caller must close the body;
+// closing it stops the timers.
 func (p *Pool) Do(req *http.Request, r Route, lim Limits) (*http.Response, error) {
+	if err := CheckHeaders(req.Header); err != nil {
+		return nil, err
+	}
 	c, err := p.Client(r)
 	if err != nil {
-		return nil, err
+		return nil, &LocalError{Err: err}
 	}
 	first := lim.FirstByte
 	if first <= 0 {

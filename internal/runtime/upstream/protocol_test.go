@@ -233,3 +233,50 @@ func TestErrorsDoNotQuoteTheURL(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestCheckJSONBody: a 2xx body must be a JSON object.
+func TestCheckJSONBody(t *testing.T) {
+	for _, c := range []struct {
+		body string
+		ok   bool
+	}{
+		{`{"id":"chatcmpl-1","choices":[]}`, true},
+		{" \n{\"a\":1}\n", true},
+		{`<html><body>502 Bad Gateway</body></html>`, false},
+		{`{"id": "chatcmpl-1", "choices": [`, false},
+		{`{"id": "chatcmpl-1", "choices": [}`, false},
+		{`[1,2]`, false},
+		{``, false},
+	} {
+		err := CheckJSONBody([]byte(c.body))
+		if (err == nil) != c.ok || err != nil && !errors.Is(err, ErrMalformedBody) || err != nil && !IsProtocolError(err) {
+			t.Errorf("CheckJSONBody(%q) = %v", c.body, err)
+		}
+	}
+}
+
+func TestCheckEventStream(t *testing.T) {
+	for ct, ok := range map[string]bool{"": true, "text/event-stream": true, "Text/Event-Stream; charset=utf-8": true,
+		"application/json": false, "text/html; charset=utf-8": false} {
+		h := http.Header{}
+		if ct != "" {
+			h.Set("Content-Type", ct)
+		}
+		if err := CheckEventStream(h); (err == nil) != ok || err != nil && !errors.Is(err, ErrNotEventStream) {
+			t.Errorf("CheckEventStream(%q) = %v", ct, err)
+		}
+	}
+}
+
+// BenchmarkCheckJSONBody is the success-path cost of validating a typical
+// non-streaming chat answer (the mock's, 463 bytes).
+func BenchmarkCheckJSONBody(b *testing.B) {
+	body := []byte(`{"id":"chatcmpl-aqd0mg39e13wu1oi","object":"chat.completion","created":1796158638,"model":"m1","system_fingerprint":"fp_mock","choices":[{"index":0,"message":{"role":"assistant","content":"echo: hello there","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":15,"completion_tokens":4,"total_tokens":19,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}}}`)
+	b.ReportAllocs()
+	b.SetBytes(int64(len(body)))
+	for b.Loop() {
+		if err := CheckJSONBody(body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -76,6 +76,9 @@ var errReset = errors.New("upstreamtest: connection reset by the handler")
 // longer than the idle timeout between two reads, or lim.Deadline passing
 // ends the call with an *upstream.TimeoutError.
 func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) (*http.Response, error) {
+	if err := upstream.CheckHeaders(req.Header); err != nil {
+		return nil, err // as the real client: nothing is sent
+	}
 	u.calls.Add(1)
 	ctx, cancel := context.WithCancelCause(req.Context())
 	pr, pw := io.Pipe()
@@ -135,6 +138,9 @@ func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) 
 // writes. A handler cut by a timer is cancelled and the call fails with
 // an *upstream.TimeoutError.
 func (u *Upstream) DoBuffered(method, url string, h http.Header, b []byte, _ upstream.Route, firstByte time.Duration) (*upstream.Buffered, error) {
+	if err := upstream.CheckHeaders(h); err != nil {
+		return nil, err
+	}
 	u.calls.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -6,9 +6,10 @@ import (
 	"testing"
 )
 
-// FuzzParse checks the request scanner against encoding/json: whatever it
-// accepts, a Go reader (case-insensitive struct fields, last duplicate
-// wins) reads the same model, stream and background; a refusal is a
+// FuzzParse checks the request scanner against encoding/json: it refuses
+// a body as not valid JSON exactly when json.Valid does (and before any
+// complaint about a field); whatever it accepts, a Go reader
+// (case-insensitive struct fields, last duplicate wins) reads the same model, stream and background; a refusal is a
 // FieldError; RewriteModel and WithoutBackground keep the body valid JSON
 // and change only their field.
 func FuzzParse(f *testing.F) {
@@ -26,10 +27,17 @@ func FuzzParse(f *testing.F) {
 		`{"model":"` + "\xff" + `","messages":[1]}`,
 		` { "model" : "m" , "messages" : [ 1 ] } `,
 		`{"model":`, `[]`, `null`, `{}`,
+		`{"model":3,"messages":[`, `{"model":"m","messages":[1]}x`, `{"model":"m","messages":[-01]}`,
+		`{"model":"m","messages":["\x"]}`, `{"model":"m","messages":[1.5e+3,-0.0,"\u00e9"]} `,
+		`{"model":"m",,"messages":[1]}`, `{"model":"m","messages":[1,]}`, `{"model":"m","messages":[{"a":tru}]}`,
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
+		isJSON := json.Valid(body)
+		if valid(body) != isJSON {
+			t.Fatalf("the scanner's validity %v, json.Valid %v", !isJSON, isJSON)
+		}
 		for f := range NumFormats {
 			parse := func(b []byte) (Request, error) { return ParseFor(f, b) }
 			r, err := parse(body)
@@ -37,6 +45,9 @@ func FuzzParse(f *testing.F) {
 				var fe *FieldError
 				if !errors.As(err, &fe) || fe.Field == "" {
 					t.Fatalf("refusal is not a FieldError: %v", err)
+				}
+				if notValid := *fe == *notJSON(); notValid == isJSON {
+					t.Fatalf("refused %q with %v; json.Valid says %v", body, err, isJSON)
 				}
 				continue
 			}

@@ -7,7 +7,6 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -221,37 +220,67 @@ func decodeString(val []byte) (string, bool) {
 // upstream then cannot disagree on which value is meant: parsers differ on
 // duplicate keys (encoding/json and most others take the last one, some
 // the first).
+//
+// The body is checked as JSON in the same pass (see scanner): a body
+// encoding/json refuses is refused whole, before any complaint about a
+// field, as if it had been checked first.
 func scan(body []byte) (Request, error) {
-	var r Request
-	if !json.Valid(body) {
-		return r, &FieldError{Field: "body", Message: "request body is not valid JSON"}
-	}
 	s := scanner{b: body}
+	r, err := s.request()
+	if err != nil && !s.checked && !s.restOfObject() {
+		return r, notJSON()
+	}
+	return r, err
+}
+
+// notJSON is the refusal of a body that is not valid JSON.
+func notJSON() *FieldError {
+	return &FieldError{Field: "body", Message: "request body is not valid JSON"}
+}
+
+// request reads the routing fields of the object s holds. s.checked
+// reports that the whole document was checked (valid or not); when it was
+// not, request returned a field's error right after that member's value.
+func (s *scanner) request() (Request, error) {
+	var r Request
+	body := s.b
 	s.ws()
 	if !s.eat('{') {
-		return r, &FieldError{Field: "body", Message: "request body must be a JSON object"}
+		s.checked = true
+		if valid(body) {
+			return r, &FieldError{Field: "body", Message: "request body must be a JSON object"}
+		}
+		return r, notJSON()
 	}
+	s.depth = 1
 	var seen [keyCount]bool
-	for {
+	for first := true; ; first = false {
 		s.ws()
 		if s.eat('}') {
 			break
 		}
-		if s.eat(',') {
-			continue
+		if !first && !s.eat(',') {
+			s.checked = true
+			return r, notJSON()
 		}
+		s.ws()
 		kStart := s.i
 		if err := s.skipString(); err != nil {
-			return r, &FieldError{Field: "body", Message: err.Error()}
+			s.checked = true
+			return r, notJSON()
 		}
 		key := body[kStart+1 : s.i-1]
 		k, exact := classifyKey(key)
 		s.ws()
-		s.eat(':')
+		if !s.eat(':') {
+			s.checked = true
+			return r, notJSON()
+		}
 		s.ws()
 		vStart := s.i
 		if err := s.skipValue(); err != nil {
-			return r, &FieldError{Field: "body", Message: err.Error()}
+			s.checked = true
+			return r, notJSON()
 		}
 		if k == keyOther {
 			r.countTools(key, body[vStart:s.i])
@@ -302,6 +331,10 @@ func scan(body []byte) (Request, error) {
 				return r, &FieldError{Field: "messages", Message: "must be an array"}
 			}
 		}
+	}
+	s.checked = true
+	if !s.end() {
+		return r, notJSON()
 	}
 	if !seen[keyModel] || r.Model == "" {
 		return r, &FieldError{Field: "model", Message: "is required"}
@@ -394,89 +427,4 @@ func (r Request) RewriteModel(body []byte, model string) []byte {
 	out = append(out, q...)
 	out = append(out, body[r.modelEnd:]...)
 	return out
-}
-
-type scanner struct {
-	b []byte
-	i int
-}
-
-func (s *scanner) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
-
-func (s *scanner) eat(c byte) bool {
-	if s.i < len(s.b) && s.b[s.i] == c {
-		s.i++
-		return true
-	}
-	return false
-}
-
-var errTruncated = errors.New("truncated JSON")
-
-func (s *scanner) skipString() error {
-	if !s.eat('"') {
-		return fmt.Errorf("expected a string at offset %d", s.i)
-	}
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case '\\':
-			s.i += 2
-		case '"':
-			s.i++
-			return nil
-		default:
-			s.i++
-		}
-	}
-	return errTruncated
-}
-
-// skipValue skips one JSON value; the body is already known to be valid.
-func (s *scanner) skipValue() error {
-	if s.i >= len(s.b) {
-		return errTruncated
-	}
-	switch s.b[s.i] {
-	case '"':
-		return s.skipString()
-	case '{', '[':
-		depth := 0
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case '"':
-				if err := s.skipString(); err != nil {
-					return err
-				}
-				continue
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-				if depth == 0 {
-					s.i++
-					return nil
-				}
-			}
-			s.i++
-		}
-		return errTruncated
-	default:
-		for s.i < len(s.b) {
-			switch s.b[s.i] {
-			case ',', '}', ']', ' ', '\t', '\n', '\r':
-				return nil
-			}
-			s.i++
-		}
-		return nil
-	}
 }

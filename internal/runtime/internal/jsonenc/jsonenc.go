@@ -1,6 +1,6 @@
 // Package jsonenc appends JSON string literals without reflection, for the
 // hand-written encoders on the streaming paths (mock answers, translated
-// stream events).
+// stream events) and the access log.
 package jsonenc
 
 import "unicode/utf8"
@@ -11,26 +11,38 @@ const hex = "0123456789abcdef"
 // characters, quotes, backslashes, invalid UTF-8 (as U+FFFD) and
 // U+2028/U+2029 are escaped, so the output is always valid JSON. It
 // allocates only when b has to grow.
-func AppendString(b []byte, s string) []byte {
+func AppendString(b []byte, s string) []byte { return appendString(b, s, false) }
+
+// AppendStringStd is AppendString byte for byte as encoding/json's encoder
+// writes s with HTML escaping on (its default): besides, <, > and & are
+// escaped as \u003c, \u003e and \u0026, and backspace and form feed as \b
+// and \f.
+func AppendStringStd(b []byte, s string) []byte { return appendString(b, s, true) }
+
+func appendString(b []byte, s string, std bool) []byte {
 	b = append(b, '"')
 	start := 0
 	for i := 0; i < len(s); {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
+			if c >= 0x20 && c != '"' && c != '\\' && (!std || c != '<' && c != '>' && c != '&') {
 				i++
 				continue
 			}
 			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
+			switch {
+			case c == '"' || c == '\\':
 				b = append(b, '\\', c)
-			case '\n':
+			case c == '\n':
 				b = append(b, '\\', 'n')
-			case '\r':
+			case c == '\r':
 				b = append(b, '\\', 'r')
-			case '\t':
+			case c == '\t':
 				b = append(b, '\\', 't')
+			case std && c == '\b':
+				b = append(b, '\\', 'b')
+			case std && c == '\f':
+				b = append(b, '\\', 'f')
 			default:
 				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
 			}

@@ -33,3 +33,29 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendStringStdIsEncodingJSON: AppendStringStd writes what
+// json.Marshal writes, byte for byte, and AppendString differs from it
+// only where documented.
+func TestAppendStringStdIsEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "plain", `quote " and \ backslash`, "line\nfeed\r\ttab\x01\x1f\b\f\x7f", "é ü 日本 🎉",
+		"sep\u2028par\u2029", "bad\xffutf8\xc3", "<script>&amp;</script>"} {
+		want, _ := json.Marshal(s)
+		if got := AppendStringStd(nil, s); string(got) != string(want) {
+			t.Errorf("%q: %s, encoding/json %s", s, got, want)
+		}
+	}
+	if got := string(AppendString(nil, "<\b>")); got != `"<\u0008>"` {
+		t.Errorf("AppendString changed: %s", got)
+	}
+}
+
+func FuzzAppendStringStd(f *testing.F) {
+	f.Add("<a href=\"x\">\b\f\u2028\xff</a>")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := AppendStringStd(nil, s); string(got) != string(want) {
+			t.Fatalf("%q: %s, encoding/json %s", s, got, want)
+		}
+	})
+}

@@ -1,0 +1,72 @@
+package wire
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// TestScannerValidatesAsEncodingJSON: the scanner checks the body in its
+// own pass and agrees with json.Valid on every corner of the grammar —
+// numbers, escapes, control bytes, invalid UTF-8 (accepted, as
+// encoding/json accepts it), literals, separators, trailing bytes and the
+// nesting limit of 10,000 containers. A body json.Valid refuses is refused
+// as not valid JSON before any complaint about a field.
+func TestScannerValidatesAsEncodingJSON(t *testing.T) {
+	deep := func(n int, open, closer string) string {
+		return strings.Repeat(open, n) + strings.Repeat(closer, n)
+	}
+	docs := []string{
+		``, ` `, `{`, `}`, `{}`, `[]`, `[`, `]`, `null`, `nul`, `nulll`, `true`, `tru`, `false`, `fals`, `True`,
+		`0`, `-0`, `-`, `01`, `-01`, `1.`, `1.5`, `.5`, `1e`, `1e+`, `1e5`, `1E-5`, `1.5e+07`, `-1.0e0`, `+1`, `0x1`, `1_000`, `١`,
+		`""`, `"`, `"\"`, `"\\"`, `"\/"`, `"\b\f\n\r\t"`, `"\a"`, `"\x41"`, `"\u00e9"`, `"\u00E9"`, `"\u00g9"`, `"\u00e"`, `"\U00e9"`,
+		"\"a\x00b\"", "\"a\x1fb\"", "\"a\x7fb\"", "\"\xff\xfe\"", "\"\xed\xa0\x80\"", `"\ud800"`, "\"tab\there\"",
+		`{"a":1}`, `{"a" 1}`, `{"a":1,}`, `{,"a":1}`, `{"a":1,,"b":2}`, `{"a":1 "b":2}`, `{a:1}`, `{'a':1}`, `{"a":}`, `{"a"}`, `{1:2}`,
+		`[1,2]`, `[1,]`, `[,1]`, `[1 2]`, `[[]]`, `[[]`, `[]]`, `[{}]`, `[{]}`, `{"a":[}`, `{"a":{"b":[1,{"c":null}]}}`,
+		" \t\r\n{} \t\r\n", "{}\n\n", "{} x", "{}{}", "\v{}", "\u00a0{}", "\xef\xbb\xbf{}",
+		deep(maxDepth, "[", "]"), deep(maxDepth+1, "[", "]"), deep(maxDepth-1, "[", "]"),
+		"{\"a\":" + deep(maxDepth-1, "[", "]") + "}", "{\"a\":" + deep(maxDepth, "[", "]") + "}",
+		"{\"a\":" + deep(maxDepth-2, "[", "]") + ",\"b\":{}}", "{\"a\":" + strings.Repeat(`{"b":`, maxDepth-1) + "1" + strings.Repeat("}", maxDepth-1) + "}",
+		"{\"a\":" + strings.Repeat(`{"b":`, maxDepth) + "1" + strings.Repeat("}", maxDepth) + "}",
+		`{"a":"` + strings.Repeat(`0123456789abcdef`, 40) + `\n` + strings.Repeat(`é`, 9) + `"}`,
+		`{"a":"` + strings.Repeat(`x`, 13) + "\x01" + `"}`, `{"a":"` + strings.Repeat(`x`, 21) + `\q"}`,
+	}
+	for _, d := range docs {
+		want := json.Valid([]byte(d))
+		if got := valid([]byte(d)); got != want {
+			t.Errorf("valid(%.60q) = %v, json.Valid %v", d, got, want)
+		}
+		_, err := Parse([]byte(d))
+		var fe *FieldError
+		refusedAsJSON := errors.As(err, &fe) && *fe == *notJSON()
+		if refusedAsJSON == want {
+			t.Errorf("Parse(%.60q): %v; json.Valid %v", d, err, want)
+		}
+	}
+}
+
+// TestFieldErrorsWaitForTheWholeBody: a routing field's error is only
+// reported for a body that is valid JSON; in a broken body, the body is
+// the error (as when the whole body was checked before the fields).
+func TestFieldErrorsWaitForTheWholeBody(t *testing.T) {
+	cases := []struct{ body, field, message string }{
+		{`{"model":3,"messages":[1]}`, "model", "must be a string"},
+		{`{"model":3,"messages":[1}`, "body", "request body is not valid JSON"},
+		{`{"model":"m","model":"n","messages":[1]`, "body", "request body is not valid JSON"},
+		{`{"model":"m","model":"n","messages":[1]}`, "model", "appears more than once"},
+		{`{"Model":"m","x":tru}`, "body", "request body is not valid JSON"},
+		{`{"stream":"yes","messages":[1],"model":"m"} x`, "body", "request body is not valid JSON"},
+		{`["model"]`, "body", "request body must be a JSON object"},
+		{`["model"`, "body", "request body is not valid JSON"},
+		{`{"messages":[1]}`, "model", "is required"},
+		{`{"messages":[1]`, "body", "request body is not valid JSON"},
+	}
+	for _, tc := range cases {
+		_, err := Parse([]byte(tc.body))
+		var fe *FieldError
+		if !errors.As(err, &fe) || fe.Field != tc.field || fe.Message != tc.message {
+			t.Errorf("Parse(%s) = %v, want %s: %s", tc.body, err, tc.field, tc.message)
+		}
+	}
+}
