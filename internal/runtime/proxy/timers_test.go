@@ -398,3 +398,27 @@ func TestHardAttemptDeadline(t *testing.T) {
 		}
 	}
 }
+
+// The synchronous client's call cannot be interrupted once sent, so the
+// request deadline (server.request_deadline_ms) bounds its first byte: an
+// answer whose header would come after the deadline ends the request
+// with 504 request_deadline_exceeded, recorded neither as a local timeout
+// nor against the provider (docs/timeouts.md).
+func TestRequestDeadlineBoundsTheSynchronousFirstByte(t *testing.T) {
+	l := newLoopWith(t, noStall, "", pacedBy(map[string]paced{"sk-b1": {header: 8 * time.Minute}}))
+	req := l.request(wire.FormatChat, chat("beta/m2", ""))
+	req.Deadline = time.Now().Add(5 * time.Minute)
+	ch := l.serveAsync(req)
+	l.waitTimers(2) // the call's first-byte limit and the upstream's header wait
+	l.clock.Advance(5 * time.Minute)
+	res := recv(t, ch)
+	if res.Status != 504 || errorCode(t, string(res.Body)) != "request_deadline_exceeded" {
+		t.Fatalf("answer %d %s", res.Status, res.Body)
+	}
+	if got := l.counter("breakwater_attempts_total", map[string]string{"reason": string(engine.ReasonLocalTimeout)}); got != 0 {
+		t.Fatalf("local_timeout recorded %v times", got)
+	}
+	if h := l.eng.Health().Providers["beta"]; h.FailureCount != 0 || h.State != "CLOSED" {
+		t.Fatalf("beta's health after the request deadline: %+v", h)
+	}
+}
