@@ -66,11 +66,6 @@ func (x *state) firstByteBefore(fb time.Duration, now time.Time) (bound time.Dur
 	return fb, false
 }
 
-// pastDeadline reports whether the request's deadline has passed at now.
-func (x *state) pastDeadline(now time.Time) bool {
-	return !x.req.Deadline.IsZero() && !now.Before(x.req.Deadline)
-}
-
 // maxStallsPerTarget is how many stalled streams one target may send a
 // request before the request stops trying it: a stall may be a one-off
 // (one retry), but an upstream that keeps a stream open with keep-alives
