@@ -13,7 +13,9 @@
 // get traffic again, and a rate-limited provider whose keys each have a
 // token bucket; and with three gateways sharing one redis-server, how fast
 // a change reaches the others and what Redis mode costs a success against
-// Badger mode. With -profile the gateways expose pprof on loopback and
+// Badger mode; and what a routing plugin's route hook costs a request
+// against the priority strategy, through a gateway and in process. With
+// -profile the gateways expose pprof on loopback and
 // every gateway run leaves a CPU and an allocation profile. It writes
 // OUT/latest.md and OUT/latest.json and prints the markdown.
 //
@@ -85,6 +87,8 @@ type options struct {
 	skipCluster       bool
 	clusterChanges    int
 	clusterDuration   time.Duration
+	skipRoutePlugin   bool
+	routeDuration     time.Duration
 }
 
 func main() {
@@ -115,8 +119,8 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench:", runErr)
 		return 1
 	}
-	if opts.strict && (failed(rep.Targets) || failed(rep.Budgets) || failed(rep.ClusterBudgets)) {
-		fmt.Fprintln(os.Stderr, "bench: a target or budget failed (-strict)")
+	if opts.strict && (failed(rep.Targets) || failed(rep.Budgets) || failed(rep.ClusterBudgets) || rep.RoutePlugin.failed()) {
+		fmt.Fprintln(os.Stderr, "bench: a target or budget failed, or the routing-plugin scenario did (-strict)")
 		return 1
 	}
 	return 0
@@ -175,6 +179,8 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.skipCluster, "skip-cluster", false, "skip the several-instances scenario (three gateways on one redis-server)")
 	fs.IntVar(&o.clusterChanges, "cluster-changes", 200, "several instances: settings changes whose propagation is timed")
 	fs.DurationVar(&o.clusterDuration, "cluster-duration", 10*time.Second, "several instances: measured time of the Badger and the Redis closed-loop runs")
+	fs.BoolVar(&o.skipRoutePlugin, "skip-route-plugin", false, "skip the routing-plugin scenario (the route hook's cost per request, through a gateway and in process)")
+	fs.DurationVar(&o.routeDuration, "route-duration", 10*time.Second, "routing plugin: measured time of each combo's open-loop and closed-loop run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -202,6 +208,7 @@ func parseFlags(args []string) (options, error) {
 			"body-sizes":          func() { *bodies = "1024,1048576" },
 			"cluster-changes":     func() { o.clusterChanges = 40 },
 			"cluster-duration":    func() { o.clusterDuration = 3 * time.Second },
+			"route-duration":      func() { o.routeDuration = 3 * time.Second },
 		}
 		for name, apply := range quick {
 			if !set[name] {
@@ -244,6 +251,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-fire-rate, -fire-duration, -fire-poll and -recovery-max must be > 0")
 	case o.clusterChanges < 1 || o.clusterDuration <= 0:
 		return o, errors.New("-cluster-changes must be ≥ 1 and -cluster-duration > 0")
+	case o.routeDuration <= 0:
+		return o, errors.New("-route-duration must be > 0")
 	case o.breakerReset < time.Second || o.breakerReset > 24*time.Hour:
 		return o, errors.New("-breaker-reset must be within 1s..24h (the gateway clamps it so)")
 	}
@@ -322,6 +331,7 @@ func newReport(o options) *Report {
 			RecoveryMaxSeconds:    o.recoveryMax.Seconds(),
 			ClusterChanges:        o.clusterChanges,
 			ClusterSeconds:        o.clusterDuration.Seconds(),
+			RouteSeconds:          o.routeDuration.Seconds(),
 			CurveRatePerS:         o.curveRate,
 			CurveSeconds:          o.curveDuration.Seconds(),
 			Profile:               o.profile,

@@ -41,6 +41,8 @@ type Report struct {
 	RateLimited *RateLimitedResult `json:"rate_limited,omitempty"`
 	// Cluster is the several-instances scenario.
 	Cluster *ClusterResult `json:"cluster,omitempty"`
+	// RoutePlugin is the routing-plugin scenario.
+	RoutePlugin *RoutePluginResult `json:"route_plugin,omitempty"`
 	// Profiles are the gateway's CPU and allocation profiles (PROFILE=1).
 	Profiles []Profile `json:"profiles,omitempty"`
 	// Targets are the targets of the "thinnest possible proxy" issue,
@@ -91,6 +93,7 @@ type Settings struct {
 	RecoveryMaxSeconds    float64   `json:"recovery_max_s"`
 	ClusterChanges        int       `json:"cluster_changes,omitempty"`
 	ClusterSeconds        float64   `json:"cluster_s,omitempty"`
+	RouteSeconds          float64   `json:"route_s,omitempty"`
 	CurveRatePerS         float64   `json:"curve_rate_per_s"`
 	CurveSeconds          float64   `json:"curve_s"`
 	Profile               bool      `json:"profile"`
@@ -514,6 +517,7 @@ func (r *Report) Markdown() string {
 	r.fireMarkdown(&b)
 	r.rateLimitedMarkdown(&b)
 	r.clusterMarkdown(&b)
+	r.routeMarkdown(&b)
 	r.profilesMarkdown(&b)
 
 	if len(r.Notes) > 0 {

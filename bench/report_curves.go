@@ -173,61 +173,82 @@ type FailurePathCase struct {
 func failurePath(ctx context.Context) *FailurePath {
 	args := []string{"test", "-run", "^$", "-bench", "^BenchmarkFailurePath$", "-benchtime", "3000x", "-count", "1", failPathPackage}
 	fp := &FailurePath{Command: "go " + strings.Join(args, " ")}
-	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
+	out, err := goBench(ctx, args)
 	if err != nil {
-		fp.Err = fmt.Sprintf("%v: %s", err, lastLines(string(out), 5))
+		fp.Err = err.Error()
 		return fp
 	}
-	fp.Cases = parseBench(string(out))
+	fp.Cases = parseBench(out)
 	for _, c := range fp.Cases {
 		fp.Rules = c.Rules
 	}
 	if len(fp.Cases) == 0 {
-		fp.Err = "no benchmark lines in the output: " + lastLines(string(out), 5)
+		fp.Err = "no benchmark lines in the output: " + lastLines(out, 5)
 	}
 	return fp
+}
+
+// goBench runs `go ARGS` (a `go test -bench` command) with the go command
+// on PATH and returns its output, or an error with the output's last
+// lines.
+func goBench(ctx context.Context, args []string) (string, error) {
+	out, err := exec.CommandContext(ctx, "go", args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("%v: %s", err, lastLines(string(out), 5))
+	}
+	return string(out), nil
 }
 
 // parseBench reads `go test -bench` lines of BenchmarkFailurePath:
 // "BenchmarkFailurePath/NAME-P  N  X ns/op  Y median-ns ... Z B/op  W allocs/op".
 func parseBench(text string) []FailurePathCase {
 	var out []FailurePathCase
+	for _, l := range benchLines(text, "BenchmarkFailurePath") {
+		v := l.values
+		out = append(out, FailurePathCase{Name: l.name, NsPerOp: v["ns/op"], MedianNs: v["median-ns"], P10Ns: v["p10-ns"],
+			P90Ns: v["p90-ns"], BytesPerOp: v["B/op"], AllocsPerOp: v["allocs/op"], Rules: int(v["rules"])})
+	}
+	return out
+}
+
+// benchLine is one result line of `go test -bench`: the sub-benchmark's
+// name (without the GOMAXPROCS suffix) and its figures by unit.
+type benchLine struct {
+	name   string
+	values map[string]float64
+}
+
+// benchLines reads the result lines of benchmark's sub-benchmarks:
+// "BENCHMARK/NAME-P  N  X ns/op  Y unit ...".
+func benchLines(text, benchmark string) []benchLine {
+	var out []benchLine
 	sc := bufio.NewScanner(strings.NewReader(text))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
-		if len(f) < 4 || !strings.HasPrefix(f[0], "BenchmarkFailurePath/") {
+		name, ok := strings.CutPrefix(f0(f), benchmark+"/")
+		if len(f) < 4 || !ok {
 			continue
 		}
-		name := strings.TrimPrefix(f[0], "BenchmarkFailurePath/")
 		if i := strings.LastIndexByte(name, '-'); i > 0 {
 			name = name[:i]
 		}
-		c := FailurePathCase{Name: name}
+		l := benchLine{name: name, values: map[string]float64{}}
 		for i := 2; i+1 < len(f); i += 2 {
-			v, err := strconv.ParseFloat(f[i], 64)
-			if err != nil {
-				continue
-			}
-			switch f[i+1] {
-			case "ns/op":
-				c.NsPerOp = v
-			case "median-ns":
-				c.MedianNs = v
-			case "p10-ns":
-				c.P10Ns = v
-			case "p90-ns":
-				c.P90Ns = v
-			case "B/op":
-				c.BytesPerOp = v
-			case "allocs/op":
-				c.AllocsPerOp = v
-			case "rules":
-				c.Rules = int(v)
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				l.values[f[i+1]] = v
 			}
 		}
-		out = append(out, c)
+		out = append(out, l)
 	}
 	return out
+}
+
+// f0 returns the first field, or "".
+func f0(f []string) string {
+	if len(f) == 0 {
+		return ""
+	}
+	return f[0]
 }
 
 func lastLines(s string, n int) string {

@@ -247,6 +247,7 @@ func (b *bench) scenarios(ctx context.Context, mem *MemoryResult) error {
 		{"under fire", b.o.skipFire, b.underFire},
 		{"rate-limited", b.o.skipRateLimited, b.rateLimited},
 		{"several instances", b.o.skipCluster, b.cluster},
+		{"routing plugin", b.o.skipRoutePlugin, b.routePlugin},
 	}
 	for i, s := range steps {
 		if s.skip {

@@ -131,7 +131,7 @@ func (e *Engine) Health() Health {
 	}
 	for _, st := range e.cooldowns.list("") {
 		switch st.status(now) {
-		case TestStatusUnavailable:
+		case testStatusUnavailable:
 			h.CoolingConnections++
 		case TestStatusBanned, TestStatusExpired, TestStatusCreditsExhausted:
 			h.UnavailableConnections++

@@ -54,7 +54,7 @@ func TestCooldownsView(t *testing.T) {
 		t.Fatalf("Cooldowns(\"\") listed %d connections: %+v", len(all), all)
 	}
 	a := all[1]
-	if a.Provider != "openai" || a.Connection != "key-a" || a.TestStatus != TestStatusUnavailable ||
+	if a.Provider != "openai" || a.Connection != "key-a" || a.TestStatus != testStatusUnavailable ||
 		a.RemainingMS != 6000 || a.BackoffLevel != 2 || a.LastErrorType != "rate_limit" || len(a.Lockouts) != 1 {
 		t.Fatalf("openai/key-a: %+v", a)
 	}

@@ -54,7 +54,7 @@ const (
 	KindRateLimit FailureKind = "rate_limit"
 )
 
-// Breaker limits applied by BreakerConfig.Normalize.
+// Breaker limits applied by breakerConfig.Normalize.
 const (
 	MinBreakerFailureThreshold = 1
 	MaxBreakerFailureThreshold = 1000
@@ -74,9 +74,9 @@ const (
 	maxDegradedExitSuccesses = 1000
 )
 
-// BreakerConfig holds the thresholds of one provider's breaker. It is a
+// breakerConfig holds the thresholds of one provider's breaker. It is a
 // plain value.
-type BreakerConfig struct {
+type breakerConfig struct {
 	// DegradationThreshold is the failure count that enters DEGRADED; 0
 	// disables the DEGRADED state.
 	DegradationThreshold int
@@ -105,7 +105,7 @@ type KindCooldowns struct {
 
 // cooldown is the base OPEN cooldown of kind k (Reset when the kind has
 // none, or for KindNone).
-func (c BreakerConfig) cooldown(k FailureKind) time.Duration {
+func (c breakerConfig) cooldown(k FailureKind) time.Duration {
 	var d time.Duration
 	switch k {
 	case KindServerError:
@@ -123,13 +123,13 @@ func (c BreakerConfig) cooldown(k FailureKind) time.Duration {
 	return d
 }
 
-// DefaultBreakerConfig returns the normalised §1 defaults of a profile:
+// defaultBreakerConfig returns the normalised §1 defaults of a profile:
 // oauth 5/8/60 s, apikey 7/12/30 s, local open at 2 with the derived
 // degradation threshold clamped to 1, 15 s; every kind cools for the reset,
 // 3 consecutive successes end DEGRADED, the cycle multiplier stops at ×16.
 // An unknown profile gets the apikey defaults.
-func DefaultBreakerConfig(p Profile) BreakerConfig {
-	return breakerConfig(DefaultSettings().CircuitBreaker.For(p)).Normalize()
+func defaultBreakerConfig(p Profile) breakerConfig {
+	return breakerConfigFor(DefaultSettings().CircuitBreaker.For(p)).Normalize()
 }
 
 // DerivedDegradationThreshold is ceil(60% of failureThreshold), the
@@ -146,7 +146,7 @@ func DerivedDegradationThreshold(failureThreshold int) int {
 // DegradationThreshold in 0..FailureThreshold-1, Reset and every non-zero
 // kind cooldown in 1 s..24 h, DegradedExitSuccesses in 1..1000 and
 // MaxBackoffMultiplier in 1..1024 (0 takes the defaults, 3 and 16).
-func (c BreakerConfig) Normalize() BreakerConfig {
+func (c breakerConfig) Normalize() breakerConfig {
 	c.FailureThreshold = min(max(c.FailureThreshold, MinBreakerFailureThreshold), MaxBreakerFailureThreshold)
 	c.DegradationThreshold = min(max(c.DegradationThreshold, 0), c.FailureThreshold-1)
 	c.Reset = min(max(c.Reset, MinBreakerReset), MaxBreakerReset)
@@ -281,7 +281,7 @@ type breakerChange struct {
 // breaker is the state of one provider. Its fields are guarded by mu.
 type breaker struct {
 	mu            sync.Mutex
-	cfg           BreakerConfig
+	cfg           breakerConfig
 	state         BreakerState
 	failures      int
 	openedAt      time.Time
@@ -295,9 +295,9 @@ type breaker struct {
 	queue         changeQueue[breakerChange]
 }
 
-// Breakers is the set of provider circuit breakers of docs/resilience.md §1.
+// breakers is the set of provider circuit breakers of docs/resilience.md §1.
 // Every read path applies lazy recovery: an OPEN breaker whose reset timeout
-// has passed is HALF_OPEN when read, with no background timer. Breakers is
+// has passed is HALF_OPEN when read, with no background timer. breakers is
 // goroutine-safe.
 //
 // Failure counting: a failure increments the count and remembers its kind
@@ -312,16 +312,16 @@ type breaker struct {
 // (ConnectionTestPassed), or after a quiet period with no new failure equal
 // to the OPEN cooldown of the last failure's kind times the current cycle
 // multiplier (QuietPeriod); the same quiet period forgets a CLOSED count.
-type Breakers struct {
+type breakers struct {
 	clock    Clock
 	mu       sync.RWMutex // guards byName and onChange
 	byName   map[string]*breaker
 	onChange func(provider string, s BreakerSnapshot, t *BreakerTransition)
 }
 
-// NewBreakers returns an empty set of breakers reading time from clock.
-func NewBreakers(clock Clock) *Breakers {
-	return &Breakers{clock: clock, byName: make(map[string]*breaker)}
+// newBreakers returns an empty set of breakers reading time from clock.
+func newBreakers(clock Clock) *breakers {
+	return &breakers{clock: clock, byName: make(map[string]*breaker)}
 }
 
 // OnChange sets the function called after every change of a breaker's
@@ -330,9 +330,9 @@ func NewBreakers(clock Clock) *Breakers {
 // count changed; s is the snapshot after the whole operation. It is called
 // outside every lock, in order per provider, possibly from another goroutine
 // than the one that made the change (so it may have run or not when the
-// changing call returns); it may call back into Breakers. Set it before the
+// changing call returns); it may call back into breakers. Set it before the
 // breakers are used.
-func (b *Breakers) OnChange(fn func(provider string, s BreakerSnapshot, t *BreakerTransition)) {
+func (b *breakers) OnChange(fn func(provider string, s BreakerSnapshot, t *BreakerTransition)) {
 	b.mu.Lock()
 	b.onChange = fn
 	b.mu.Unlock()
@@ -340,7 +340,7 @@ func (b *Breakers) OnChange(fn func(provider string, s BreakerSnapshot, t *Break
 
 // lookup returns the breaker of provider, nil when it has none, and the
 // change callback.
-func (b *Breakers) lookup(provider string) (*breaker, func(string, BreakerSnapshot, *BreakerTransition)) {
+func (b *breakers) lookup(provider string) (*breaker, func(string, BreakerSnapshot, *BreakerTransition)) {
 	b.mu.RLock()
 	br, fn := b.byName[provider], b.onChange
 	b.mu.RUnlock()
@@ -349,7 +349,7 @@ func (b *Breakers) lookup(provider string) (*breaker, func(string, BreakerSnapsh
 
 // ensure returns the breaker of provider, creating it with the apikey
 // defaults, and the change callback.
-func (b *Breakers) ensure(provider string) (*breaker, func(string, BreakerSnapshot, *BreakerTransition)) {
+func (b *breakers) ensure(provider string) (*breaker, func(string, BreakerSnapshot, *BreakerTransition)) {
 	if br, fn := b.lookup(provider); br != nil {
 		return br, fn
 	}
@@ -357,7 +357,7 @@ func (b *Breakers) ensure(provider string) (*breaker, func(string, BreakerSnapsh
 	defer b.mu.Unlock()
 	br := b.byName[provider]
 	if br == nil {
-		br = &breaker{cfg: DefaultBreakerConfig(ProfileAPIKey), state: StateClosed}
+		br = &breaker{cfg: defaultBreakerConfig(ProfileAPIKey), state: StateClosed}
 		b.byName[provider] = br
 	}
 	return br, b.onChange
@@ -366,7 +366,7 @@ func (b *Breakers) ensure(provider string) (*breaker, func(string, BreakerSnapsh
 // Configure sets the thresholds of provider's breaker, normalised. The
 // current state is kept; the new thresholds apply from the next event.
 // Providers never configured use the apikey defaults.
-func (b *Breakers) Configure(provider string, cfg BreakerConfig) {
+func (b *breakers) Configure(provider string, cfg breakerConfig) {
 	br, _ := b.ensure(provider)
 	br.mu.Lock()
 	br.cfg = cfg.Normalize()
@@ -379,7 +379,7 @@ func (b *Breakers) Configure(provider string, cfg BreakerConfig) {
 // callers are refused until the probe is reported, or until Reset passes
 // without a report, which frees the probe slot for the next caller. A
 // provider without a breaker is allowed. The CLOSED path does not allocate.
-func (b *Breakers) Allow(provider string) (ok bool, retryAfter time.Duration) {
+func (b *breakers) Allow(provider string) (ok bool, retryAfter time.Duration) {
 	br, fn := b.lookup(provider)
 	if br == nil {
 		return true, 0
@@ -411,7 +411,7 @@ func (b *Breakers) Allow(provider string) (ok bool, retryAfter time.Duration) {
 // ReleaseProbe frees a claimed HALF_OPEN probe slot whose request ended
 // without an outcome that RecordSuccess or RecordFailure judges (a client
 // abort, a 429), so the next caller may probe at once.
-func (b *Breakers) ReleaseProbe(provider string) {
+func (b *breakers) ReleaseProbe(provider string) {
 	br, _ := b.lookup(provider)
 	if br == nil {
 		return
@@ -425,7 +425,7 @@ func (b *Breakers) ReleaseProbe(provider string) {
 
 // Peek returns the lazily recovered snapshot of provider's breaker without
 // claiming a probe. A provider without a breaker reads as CLOSED.
-func (b *Breakers) Peek(provider string) BreakerSnapshot {
+func (b *breakers) Peek(provider string) BreakerSnapshot {
 	br, fn := b.lookup(provider)
 	if br == nil {
 		return BreakerSnapshot{State: StateClosed}
@@ -440,7 +440,7 @@ func (b *Breakers) Peek(provider string) BreakerSnapshot {
 // State returns the lazily recovered state of provider's breaker without
 // claiming a probe; CLOSED when it has none. It allocates nothing when the
 // state does not change.
-func (b *Breakers) State(provider string) BreakerState {
+func (b *breakers) State(provider string) BreakerState {
 	br, fn := b.lookup(provider)
 	if br == nil {
 		return StateClosed
@@ -454,7 +454,7 @@ func (b *Breakers) State(provider string) BreakerState {
 
 // Snapshots returns the lazily recovered snapshot of every breaker, keyed by
 // provider.
-func (b *Breakers) Snapshots() map[string]BreakerSnapshot {
+func (b *breakers) Snapshots() map[string]BreakerSnapshot {
 	out := make(map[string]BreakerSnapshot)
 	for _, p := range b.names() {
 		out[p] = b.Peek(p)
@@ -464,7 +464,7 @@ func (b *Breakers) Snapshots() map[string]BreakerSnapshot {
 
 // Providers returns the providers that have a breaker, sorted. Like every
 // read path it applies lazy recovery to each of them.
-func (b *Breakers) Providers() []string {
+func (b *breakers) Providers() []string {
 	names := b.names()
 	for _, p := range names {
 		b.Peek(p)
@@ -472,7 +472,7 @@ func (b *Breakers) Providers() []string {
 	return names
 }
 
-func (b *Breakers) names() []string {
+func (b *breakers) names() []string {
 	b.mu.RLock()
 	names := make([]string, 0, len(b.byName))
 	for p := range b.byName {
@@ -490,7 +490,7 @@ func (b *Breakers) names() []string {
 // ignored. It reports whether the state
 // changed (a lazy recovery on the way counts). The CLOSED path with no
 // failures does not allocate.
-func (b *Breakers) RecordSuccess(provider string) (changed bool) {
+func (b *breakers) RecordSuccess(provider string) (changed bool) {
 	br, fn := b.lookup(provider)
 	if br == nil {
 		return false
@@ -533,7 +533,7 @@ func (b *Breakers) RecordSuccess(provider string) (changed bool) {
 // doubles per cycle, capped at MaxBackoffMultiplier; in OPEN it is
 // ignored, so further failures never extend the cooldown. It reports
 // whether the state changed (a lazy recovery on the way counts).
-func (b *Breakers) RecordFailure(provider string, o Outcome) (changed bool) {
+func (b *breakers) RecordFailure(provider string, o Outcome) (changed bool) {
 	kind := BreakerKind(o)
 	if kind == KindNone {
 		return false
@@ -568,7 +568,7 @@ func (b *Breakers) RecordFailure(provider string, o Outcome) (changed bool) {
 // CLOSED failure count is cleared. OPEN and HALF_OPEN are left to the
 // probe rule (a test is not a routed request). It reports whether the
 // state changed.
-func (b *Breakers) ConnectionTestPassed(provider string) (changed bool) {
+func (b *breakers) ConnectionTestPassed(provider string) (changed bool) {
 	br, fn := b.lookup(provider)
 	if br == nil {
 		return false
@@ -593,7 +593,7 @@ func (b *Breakers) ConnectionTestPassed(provider string) (changed bool) {
 // Reset closes provider's breaker and clears its counters; "" resets every
 // breaker. It returns the providers reset, sorted; a provider without a
 // breaker is not listed.
-func (b *Breakers) Reset(provider string) []string {
+func (b *breakers) Reset(provider string) []string {
 	var names []string
 	if provider == "" {
 		names = b.names()
@@ -619,7 +619,7 @@ func (b *Breakers) Reset(provider string) []string {
 // keeping its configuration. It does not call OnChange. A probe claim does
 // not survive a restore (the probing request died with the process), and
 // only the last MaxBreakerTransitions transitions are kept.
-func (b *Breakers) Restore(provider string, s BreakerSnapshot) {
+func (b *breakers) Restore(provider string, s BreakerSnapshot) {
 	br, _ := b.ensure(provider)
 	br.mu.Lock()
 	defer br.mu.Unlock()

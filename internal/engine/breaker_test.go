@@ -15,13 +15,13 @@ var breakerEpoch = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 // tripping is an outcome that counts as a provider failure.
 var tripping = Outcome{Status: 503, Reason: ReasonTransient, Scope: ScopeProvider, Retryable: true}
 
-func newTestBreakers(t *testing.T) (*Breakers, *FakeClock) {
+func newTestBreakers(t *testing.T) (*breakers, *FakeClock) {
 	t.Helper()
 	clock := NewFakeClock(breakerEpoch)
-	return NewBreakers(clock), clock
+	return newBreakers(clock), clock
 }
 
-func failN(b *Breakers, provider string, n int) {
+func failN(b *breakers, provider string, n int) {
 	for range n {
 		b.RecordFailure(provider, tripping)
 	}
@@ -30,7 +30,7 @@ func failN(b *Breakers, provider string, n int) {
 func TestDefaultBreakerConfig(t *testing.T) {
 	tests := []struct {
 		profile Profile
-		want    BreakerConfig
+		want    breakerConfig
 	}{
 		{ProfileOAuth, bc(5, 8, 60*time.Second)},
 		{ProfileAPIKey, bc(7, 12, 30*time.Second)},
@@ -39,7 +39,7 @@ func TestDefaultBreakerConfig(t *testing.T) {
 		{Profile("other"), bc(7, 12, 30*time.Second)},
 	}
 	for _, tt := range tests {
-		if got := DefaultBreakerConfig(tt.profile); got != tt.want {
+		if got := defaultBreakerConfig(tt.profile); got != tt.want {
 			t.Errorf("DefaultBreakerConfig(%q) = %+v, want %+v", tt.profile, got, tt.want)
 		}
 	}
@@ -53,19 +53,19 @@ func TestDerivedDegradationThreshold(t *testing.T) {
 	}
 }
 
-// bc is a BreakerConfig with the default exit run (3) and multiplier cap
+// bc is a breakerConfig with the default exit run (3) and multiplier cap
 // (16), as Normalize fills them in.
-func bc(degraded, open int, reset time.Duration) BreakerConfig {
-	return BreakerConfig{DegradationThreshold: degraded, FailureThreshold: open, Reset: reset,
+func bc(degraded, open int, reset time.Duration) breakerConfig {
+	return breakerConfig{DegradationThreshold: degraded, FailureThreshold: open, Reset: reset,
 		DegradedExitSuccesses: 3, MaxBackoffMultiplier: 16}
 }
 
 func TestBreakerConfigNormalize(t *testing.T) {
-	raw := func(degraded, open int, reset time.Duration) BreakerConfig {
-		return BreakerConfig{DegradationThreshold: degraded, FailureThreshold: open, Reset: reset}
+	raw := func(degraded, open int, reset time.Duration) breakerConfig {
+		return breakerConfig{DegradationThreshold: degraded, FailureThreshold: open, Reset: reset}
 	}
 	tests := []struct {
-		in, want BreakerConfig
+		in, want breakerConfig
 	}{
 		{raw(7, 12, 30*time.Second), bc(7, 12, 30*time.Second)},
 		{raw(0, 0, 0), bc(0, 1, time.Second)},
@@ -76,10 +76,10 @@ func TestBreakerConfigNormalize(t *testing.T) {
 		{raw(3, -1, -time.Second), bc(0, 1, time.Second)},
 		// Kind cooldowns: 0 stays (= reset), others clamp to 1 s..24 h;
 		// the exit run and the multiplier clamp to 1..1000 and 1..1024.
-		{BreakerConfig{FailureThreshold: 2, Reset: time.Second,
+		{breakerConfig{FailureThreshold: 2, Reset: time.Second,
 			CooldownByKind:        KindCooldowns{ServerError: time.Millisecond, Timeout: 48 * time.Hour, Transport: -time.Second},
 			DegradedExitSuccesses: 5000, MaxBackoffMultiplier: -4},
-			BreakerConfig{DegradationThreshold: 0, FailureThreshold: 2, Reset: time.Second,
+			breakerConfig{DegradationThreshold: 0, FailureThreshold: 2, Reset: time.Second,
 				CooldownByKind:        KindCooldowns{ServerError: time.Second, Timeout: 24 * time.Hour},
 				DegradedExitSuccesses: 1000, MaxBackoffMultiplier: 1}},
 	}
@@ -108,7 +108,7 @@ func TestBreakerThresholdsPerProfile(t *testing.T) {
 		t.Run(fmt.Sprintf("%s/configured=%v", tt.profile, tt.configureFirst), func(t *testing.T) {
 			b, clock := newTestBreakers(t)
 			if tt.configureFirst {
-				b.Configure("p", DefaultBreakerConfig(tt.profile))
+				b.Configure("p", defaultBreakerConfig(tt.profile))
 			}
 			for i := 1; i < tt.opensAt; i++ {
 				b.RecordFailure("p", tripping)
@@ -156,7 +156,7 @@ func TestBreakerThresholdsPerProfile(t *testing.T) {
 // not at the first success (docs/resilience.md §1, amendments).
 func TestBreakerDegradedExitAfterThreeSuccesses(t *testing.T) {
 	b, _ := newTestBreakers(t)
-	b.Configure("p", DefaultBreakerConfig(ProfileAPIKey))
+	b.Configure("p", defaultBreakerConfig(ProfileAPIKey))
 	failN(b, "p", 7)
 	if s := b.Peek("p"); s.State != StateDegraded {
 		t.Fatalf("7 failures: %s, want DEGRADED", s.State)
@@ -194,7 +194,7 @@ func TestBreakerDegradedExitAfterThreeSuccesses(t *testing.T) {
 	}
 
 	// degraded_exit_successes is a setting: 5.
-	cfg := DefaultBreakerConfig(ProfileAPIKey)
+	cfg := defaultBreakerConfig(ProfileAPIKey)
 	cfg.DegradedExitSuccesses = 5
 	b.Configure("q", cfg)
 	failN(b, "q", 7)
@@ -210,7 +210,7 @@ func TestBreakerQuietPeriod(t *testing.T) {
 	for _, path := range []string{"Peek", "Allow", "RecordSuccess", "Providers"} {
 		t.Run(path, func(t *testing.T) {
 			b, clock := newTestBreakers(t)
-			b.Configure("p", DefaultBreakerConfig(ProfileAPIKey))
+			b.Configure("p", defaultBreakerConfig(ProfileAPIKey))
 			failN(b, "p", 8)
 			clock.Advance(30*time.Second - time.Millisecond)
 			if s := b.Peek("p"); s.State != StateDegraded {
@@ -260,17 +260,17 @@ func TestBreakerQuietPeriod(t *testing.T) {
 }
 
 // openAndExpire opens the breaker of p and advances past its reset.
-func openAndExpire(b *Breakers, clock *FakeClock, p string) {
+func openAndExpire(b *breakers, clock *FakeClock, p string) {
 	failN(b, p, 12)
 	clock.Advance(30 * time.Second)
 }
 
 func TestBreakerLazyRecoveryEveryReadPath(t *testing.T) {
-	paths := map[string]func(b *Breakers){
-		"Allow":     func(b *Breakers) { b.Allow("p") },
-		"Peek":      func(b *Breakers) { b.Peek("p") },
-		"Providers": func(b *Breakers) { b.Providers() },
-		"Snapshots": func(b *Breakers) { b.Snapshots() },
+	paths := map[string]func(b *breakers){
+		"Allow":     func(b *breakers) { b.Allow("p") },
+		"Peek":      func(b *breakers) { b.Peek("p") },
+		"Providers": func(b *breakers) { b.Providers() },
+		"Snapshots": func(b *breakers) { b.Snapshots() },
 	}
 	for name, read := range paths {
 		t.Run(name, func(t *testing.T) {
@@ -360,7 +360,7 @@ func TestBreakerProbeFailureBackoff(t *testing.T) {
 	for _, profile := range []Profile{ProfileAPIKey, ProfileOAuth, ProfileLocal} {
 		t.Run(string(profile), func(t *testing.T) {
 			b, clock := newTestBreakers(t)
-			cfg := DefaultBreakerConfig(profile)
+			cfg := defaultBreakerConfig(profile)
 			b.Configure("p", cfg)
 			failN(b, "p", cfg.FailureThreshold)
 			for cycle, mult := range wantMult {
@@ -469,7 +469,7 @@ func TestTripsBreaker(t *testing.T) {
 
 func TestBreakerNeverTripsOnAccountOrLocalErrors(t *testing.T) {
 	b, _ := newTestBreakers(t)
-	b.Configure("p", DefaultBreakerConfig(ProfileLocal))
+	b.Configure("p", defaultBreakerConfig(ProfileLocal))
 	c := DefaultClassifier{}
 	inputs := []ErrorInput{
 		{Status: 401}, {Status: 403}, {Status: 429}, {Status: 499},
@@ -502,7 +502,7 @@ func TestBreakerNeverTripsOnAccountOrLocalErrors(t *testing.T) {
 
 func TestBreakerTransitionHistoryKeepsLast20(t *testing.T) {
 	b, clock := newTestBreakers(t)
-	b.Configure("p", DefaultBreakerConfig(ProfileLocal))
+	b.Configure("p", defaultBreakerConfig(ProfileLocal))
 	// Each round: CLOSED→DEGRADED→OPEN→HALF_OPEN→CLOSED = 4 transitions.
 	for range 8 {
 		failN(b, "p", 2)
@@ -531,7 +531,7 @@ func TestBreakerReset(t *testing.T) {
 	b, _ := newTestBreakers(t)
 	failN(b, "b", 12)
 	failN(b, "a", 7)
-	b.Configure("c", DefaultBreakerConfig(ProfileOAuth))
+	b.Configure("c", defaultBreakerConfig(ProfileOAuth))
 	if got := b.Reset("missing"); got != nil {
 		t.Errorf("Reset(missing) = %v, want nil", got)
 	}
@@ -575,8 +575,8 @@ func TestBreakerSnapshotJSONAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	restored := NewBreakers(clock)
-	restored.Configure("p", DefaultBreakerConfig(ProfileAPIKey))
+	restored := newBreakers(clock)
+	restored.Configure("p", defaultBreakerConfig(ProfileAPIKey))
 	restored.Restore("p", back)
 	got := restored.Peek("p")
 	if got.State != StateHalfOpen || got.FailureCount != 12 || got.Cycles != 1 || !got.ProbeAt.IsZero() || len(got.Transitions) != len(snap.Transitions) {
@@ -623,7 +623,7 @@ func TestBreakerOnChange(t *testing.T) {
 		_, _ = b.Allow("other")
 		events = append(events, e)
 	})
-	b.Configure("p", DefaultBreakerConfig(ProfileLocal))
+	b.Configure("p", defaultBreakerConfig(ProfileLocal))
 	b.RecordSuccess("p") // nothing to change
 	b.RecordFailure("p", tripping)
 	b.RecordFailure("p", tripping)
@@ -645,7 +645,7 @@ func TestBreakerOnChange(t *testing.T) {
 func TestBreakerConfigureKeepsState(t *testing.T) {
 	b, _ := newTestBreakers(t)
 	failN(b, "p", 7)
-	b.Configure("p", DefaultBreakerConfig(ProfileOAuth))
+	b.Configure("p", defaultBreakerConfig(ProfileOAuth))
 	if s := b.Peek("p"); s.State != StateDegraded || s.FailureCount != 7 {
 		t.Fatalf("after Configure: %+v", s)
 	}
@@ -673,7 +673,7 @@ func TestBreakerUnknownProvider(t *testing.T) {
 
 func TestBreakerSuccessPathDoesNotAllocate(t *testing.T) {
 	b, _ := newTestBreakers(t)
-	b.Configure("p", DefaultBreakerConfig(ProfileAPIKey))
+	b.Configure("p", defaultBreakerConfig(ProfileAPIKey))
 	b.OnChange(func(string, BreakerSnapshot, *BreakerTransition) {})
 	for _, p := range []string{"p", "unknown"} {
 		allocs := testing.AllocsPerRun(1000, func() {
@@ -732,8 +732,8 @@ func TestBreakerConcurrentUse(t *testing.T) {
 }
 
 func BenchmarkBreakersAllowRecordSuccess(b *testing.B) {
-	br := NewBreakers(SystemClock{})
-	br.Configure("openai", DefaultBreakerConfig(ProfileAPIKey))
+	br := newBreakers(SystemClock{})
+	br.Configure("openai", defaultBreakerConfig(ProfileAPIKey))
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {

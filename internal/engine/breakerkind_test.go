@@ -50,7 +50,7 @@ func TestBreakerKind(t *testing.T) {
 // Each kind opens for its own cooldown_by_kind cooldown; a kind without
 // one opens for the profile's reset.
 func TestBreakerCooldownByKind(t *testing.T) {
-	cfg := DefaultBreakerConfig(ProfileAPIKey) // reset 30 s, opens at 12
+	cfg := defaultBreakerConfig(ProfileAPIKey) // reset 30 s, opens at 12
 	cfg.CooldownByKind = KindCooldowns{Timeout: 90 * time.Second, RateLimit: 2 * time.Minute, Transport: 45 * time.Second}
 	for _, tt := range []struct {
 		name string
@@ -87,7 +87,7 @@ func TestBreakerCooldownByKind(t *testing.T) {
 // The quiet period that ends DEGRADED is the OPEN cooldown of the last
 // failure's kind times the current cycle multiplier.
 func TestBreakerDegradedQuietPeriodByKind(t *testing.T) {
-	cfg := DefaultBreakerConfig(ProfileAPIKey)
+	cfg := defaultBreakerConfig(ProfileAPIKey)
 	cfg.CooldownByKind.Timeout = 90 * time.Second
 	b, clock := newTestBreakers(t)
 	b.Configure("p", cfg)
@@ -126,7 +126,7 @@ func TestBreakerDegradedQuietPeriodByKind(t *testing.T) {
 // max_backoff_multiplier caps the cycle growth: with a cap of 4 the 6th
 // and later openings cool for 4 × reset.
 func TestBreakerMaxBackoffMultiplier(t *testing.T) {
-	cfg := DefaultBreakerConfig(ProfileLocal) // opens at 2, reset 15 s
+	cfg := defaultBreakerConfig(ProfileLocal) // opens at 2, reset 15 s
 	cfg.MaxBackoffMultiplier = 4
 	b, clock := newTestBreakers(t)
 	b.Configure("p", cfg)

@@ -23,7 +23,7 @@ const maxMessageLen = 200
 // goroutine-safe.
 //
 // Statuses map as follows (every outcome carries the upstream retry hint
-// from ParseRetryHint, RuleSource "default" and a RuleID "default.<status>"
+// from parseRetryHint, RuleSource "default" and a RuleID "default.<status>"
 // with a variant suffix):
 //
 //   - transport error: network_error, provider scope, retryable; a
@@ -127,7 +127,7 @@ func (DefaultClassifier) Classify(in ErrorInput) Outcome {
 		id += "." + variant
 	}
 	o.RuleID = id
-	o.RetryHint, o.RetryHintSource, _ = ParseRetryHint(in.Headers, in.Body, in.Now)
+	o.RetryHint, o.RetryHintSource, _ = parseRetryHint(in.Headers, in.Body, in.Now)
 	o.Message = "upstream " + strconv.Itoa(status)
 	if variant == "redirect" {
 		// The body of a redirect is the redirecting host's, not an error

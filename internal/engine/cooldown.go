@@ -16,7 +16,7 @@ type TestStatus string
 // transient cooldown overwrites them.
 const (
 	TestStatusActive           TestStatus = "active"
-	TestStatusUnavailable      TestStatus = "unavailable"
+	testStatusUnavailable      TestStatus = "unavailable"
 	TestStatusBanned           TestStatus = "banned"
 	TestStatusExpired          TestStatus = "expired"
 	TestStatusCreditsExhausted TestStatus = "credits_exhausted"
@@ -35,16 +35,16 @@ func (s TestStatus) Terminal() bool {
 const (
 	// MaxUpstreamHint caps an upstream retry hint or a rule's cooldown.
 	MaxUpstreamHint = 30 * 24 * time.Hour
-	// ConcurrencyLimitedCooldown is the flat cooldown of a concurrency-limited 429.
-	ConcurrencyLimitedCooldown = time.Second
-	// RejectionWindow is how far back consecutive request rejections count.
-	RejectionWindow = 24 * time.Hour
-	// RejectionsToBan is the consecutive rejection that bans a connection.
-	RejectionsToBan = 3
-	// ExpiredRetryMax is how many auth-expired failures cool (each one a
+	// concurrencyLimitedCooldown is the flat cooldown of a concurrency-limited 429.
+	concurrencyLimitedCooldown = time.Second
+	// rejectionWindow is how far back consecutive request rejections count.
+	rejectionWindow = 24 * time.Hour
+	// rejectionsToBan is the consecutive rejection that bans a connection.
+	rejectionsToBan = 3
+	// expiredRetryMax is how many auth-expired failures cool (each one a
 	// retry with exponential backoff) before the next marks the
 	// connection expired.
-	ExpiredRetryMax = 3
+	expiredRetryMax = 3
 	// cooldownIdleTTL is how long a non-terminal cooldown record outlives
 	// its deadline in the store, so that an idle connection's record is
 	// eventually garbage-collected.
@@ -68,7 +68,7 @@ type connState struct {
 	ErrorCode        int        `json:"error_code,omitempty"`
 	BackoffLevel     int        `json:"backoff_level"`
 	// Rejections holds the times of the current streak of request
-	// rejections (no success in between), pruned to RejectionWindow.
+	// rejections (no success in between), pruned to rejectionWindow.
 	Rejections []time.Time `json:"rejections,omitempty"`
 	// ExpiredRetries counts auth-expired failures since the last success.
 	ExpiredRetries int `json:"expired_retries,omitempty"`
@@ -105,7 +105,7 @@ func (s *connState) status(now time.Time) TestStatus {
 		return s.TestStatus
 	}
 	if s.RateLimitedUntil.After(now) {
-		return TestStatusUnavailable
+		return testStatusUnavailable
 	}
 	return TestStatusActive
 }
@@ -168,7 +168,7 @@ func affectsConnection(o Outcome) bool {
 
 // isExpiringAuthFailure reports whether o, on a connection of profile p,
 // is an auth failure that may mean an expired credential and so heals
-// through ExpiredRetryMax retries or ends expired: a 401 auth error of an
+// through expiredRetryMax retries or ends expired: a 401 auth error of an
 // oauth connection (its token may have lapsed while a refresh is pending).
 // An apikey or local 401, and any 403, is a plain auth error that only
 // backs off: an API key does not expire on its own, and a key that was
@@ -189,12 +189,12 @@ func isExpiringAuthFailure(o Outcome, p Profile) bool {
 //     expired (the body said the credential was revoked or expired) →
 //     expired; each records when and why (TerminalAt, TerminalReason,
 //     TerminalRule);
-//   - a request rejection cools; the RejectionsToBan-th consecutive one
-//     within RejectionWindow bans;
-//   - an oauth 401 cools with backoff ExpiredRetryMax times; the next one
+//   - a request rejection cools; the rejectionsToBan-th consecutive one
+//     within rejectionWindow bans;
+//   - an oauth 401 cools with backoff expiredRetryMax times; the next one
 //     marks the connection expired (isExpiringAuthFailure); any other auth
 //     error, an apikey 401 included, only backs off;
-//   - concurrency_limited cools for a flat ConcurrencyLimitedCooldown (or
+//   - concurrency_limited cools for a flat concurrencyLimitedCooldown (or
 //     the upstream hint), backoff level unchanged;
 //   - a stream stall cools only with stream_stall_cooldown enabled;
 //   - a local timeout (the gateway's own timer cut the attempt) cools only
@@ -227,19 +227,19 @@ func nextConnState(st connState, o Outcome, pol cooldownPolicy, now time.Time) (
 	case o.Reason == ReasonLocalTimeout && !pol.localTimeoutCooldown:
 		return st, cooldownEffect{}
 	case o.Reason == ReasonRequestRejected && !cooling:
-		cut := now.Add(-RejectionWindow)
+		cut := now.Add(-rejectionWindow)
 		streak := slices.DeleteFunc(slices.Clone(st.Rejections), func(t time.Time) bool { return !t.After(cut) })
 		st.Rejections = append(streak, now)
-		if len(st.Rejections) >= RejectionsToBan {
+		if len(st.Rejections) >= rejectionsToBan {
 			return st.terminate(TestStatusBanned, o, now)
 		}
 	case isExpiringAuthFailure(o, pol.profile) && !cooling:
-		if st.ExpiredRetries >= ExpiredRetryMax {
+		if st.ExpiredRetries >= expiredRetryMax {
 			return st.terminate(TestStatusExpired, o, now)
 		}
 		st.ExpiredRetries++
 	case o.Reason == ReasonConcurrencyLimited:
-		d := ConcurrencyLimitedCooldown
+		d := concurrencyLimitedCooldown
 		if pol.useHints && o.RetryHint > 0 {
 			d = min(o.RetryHint, MaxUpstreamHint)
 		}
@@ -273,7 +273,7 @@ func (st connState) arm(now time.Time, d time.Duration, level int) (connState, c
 	if d <= 0 || !until.After(st.RateLimitedUntil) {
 		return st, cooldownEffect{}
 	}
-	st.RateLimitedUntil, st.BackoffLevel, st.TestStatus = until, level, TestStatusUnavailable
+	st.RateLimitedUntil, st.BackoffLevel, st.TestStatus = until, level, testStatusUnavailable
 	return st, cooldownEffect{cooled: d}
 }
 

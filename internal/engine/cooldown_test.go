@@ -74,7 +74,7 @@ func TestCooldownBackoffLadder(t *testing.T) {
 				if eff.cooled != want {
 					t.Fatalf("failure %d cooled %v, want %v", i+1, eff.cooled, want)
 				}
-				if st := ct.state(); !st.RateLimitedUntil.Equal(ct.clock.Now().Add(want)) || st.TestStatus != TestStatusUnavailable {
+				if st := ct.state(); !st.RateLimitedUntil.Equal(ct.clock.Now().Add(want)) || st.TestStatus != testStatusUnavailable {
 					t.Fatalf("failure %d: %+v", i+1, st)
 				}
 				if ex, ok := ct.c.check("p", "c", ct.clock.Now().Add(want-time.Millisecond)); !ok || ex.Reason != ExclusionConnectionCooldown {
@@ -349,7 +349,7 @@ func TestCooldownOAuthExpiredAfterThreeRetries(t *testing.T) {
 	}
 	now := ct.clock.Now()
 	if eff := ct.fail(o); eff.terminal != TestStatusExpired {
-		t.Fatalf("after %d retries: %+v, want expired", ExpiredRetryMax, eff)
+		t.Fatalf("after %d retries: %+v, want expired", expiredRetryMax, eff)
 	}
 	st := ct.state()
 	if !st.TerminalAt.Equal(now) || st.TerminalReason != string(ReasonAuthError) {

@@ -7,5 +7,5 @@
 // runtime or database driver: it takes a Clock and a Store and keeps every
 // timer lazy, so state is recomputed when it is read and never by background
 // goroutines. Every rule of the resilience specification is therefore a fast,
-// deterministic unit test driven by a FakeClock.
+// deterministic unit test driven by a manually advanced clock.
 package engine

@@ -115,7 +115,7 @@ func TestResetConnections(t *testing.T) {
 	want := []ResetEntry{
 		{Provider: "openai", Connection: "key-a", PreviousState: TestStatusCreditsExhausted},
 		// The 429 also locked gpt-4o (429 is in model_lockout.error_codes).
-		{Provider: "openai", Connection: "key-b", PreviousState: TestStatusUnavailable, LockoutsCleared: 1},
+		{Provider: "openai", Connection: "key-b", PreviousState: testStatusUnavailable, LockoutsCleared: 1},
 	}
 	if len(got.Connections) != 2 || got.Connections[0] != want[0] || got.Connections[1] != want[1] {
 		t.Fatalf("ResetConnections = %+v, want %+v", got.Connections, want)
@@ -355,7 +355,7 @@ func TestParseToolLimitText(t *testing.T) {
 		"a maximum of 64 tools is supported": 64,
 		"too many tools":                     0,
 	} {
-		got, ok := ParseToolLimitText(text)
+		got, ok := parseToolLimitText(text)
 		if got != want || ok != (want > 0) {
 			t.Errorf("ParseToolLimitText(%q) = %d %v, want %d", text, got, ok, want)
 		}
@@ -560,7 +560,7 @@ func TestModelQuotaWait(t *testing.T) {
 			return o
 		}(), 0, false},
 	} {
-		if got, ok := ModelQuotaWait(tt.o); got != tt.want || ok != tt.ok {
+		if got, ok := modelQuotaWait(tt.o); got != tt.want || ok != tt.ok {
 			t.Errorf("%s: ModelQuotaWait = %v %v, want %v %v", tt.name, got, ok, tt.want, tt.ok)
 		}
 	}

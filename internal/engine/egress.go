@@ -8,9 +8,9 @@ import (
 	"time"
 )
 
-// EgressWindow is how far back a recorded egress address counts when the
+// egressWindow is how far back a recorded egress address counts when the
 // siblings of a failing connection are looked up (docs/resilience.md §12).
-const EgressWindow = 24 * time.Hour
+const egressWindow = 24 * time.Hour
 
 // Egress-bucketed locks (docs/resilience.md §12). Some upstreams bucket their
 // free-tier quota per egress IP rather than per account: when one
@@ -23,7 +23,7 @@ const EgressWindow = 24 * time.Hour
 //     (egressLocksConnection), even with a single connection;
 //   - a 429 classified quota_exhausted or rate_limit cools every sibling
 //     connection of the provider whose last egress address, recorded
-//     within EgressWindow, equals the failing connection's, until the
+//     within egressWindow, equals the failing connection's, until the
 //     failing connection's own cooldown deadline (coolEgressSiblings).
 //     Best effort: no record means only the failing connection cools.
 //     Siblings are never made terminal; disable_cooling siblings are
@@ -55,7 +55,7 @@ func (b *egressBook) record(k connKey, addr string, at time.Time) {
 }
 
 // lookup returns connection k's egress address when it was recorded
-// within EgressWindow before now.
+// within egressWindow before now.
 func (b *egressBook) lookup(k connKey, now time.Time) (string, bool) {
 	b.mu.RLock()
 	r, ok := b.m[k]
@@ -67,7 +67,7 @@ func (b *egressBook) lookup(k connKey, now time.Time) (string, bool) {
 }
 
 // siblings returns the other connections of provider whose egress address,
-// recorded within EgressWindow before now, is addr, sorted. Stale records
+// recorded within egressWindow before now, is addr, sorted. Stale records
 // are dropped on the way.
 func (b *egressBook) siblings(provider, connection, addr string, now time.Time) []string {
 	var out []string
@@ -85,9 +85,9 @@ func (b *egressBook) siblings(provider, connection, addr string, now time.Time) 
 	return out
 }
 
-// recentEgress reports whether r was recorded within EgressWindow of now.
+// recentEgress reports whether r was recorded within egressWindow of now.
 func recentEgress(r egressRecord, now time.Time) bool {
-	return now.Sub(r.at) <= EgressWindow
+	return now.Sub(r.at) <= egressWindow
 }
 
 // RecordEgress notes that connection of provider last sent a request out
@@ -172,7 +172,7 @@ func (c *cooldowns) coolUntil(o Outcome, sibling string, until, now time.Time) (
 		}
 		next = cur.clone()
 	}
-	next.RateLimitedUntil, next.TestStatus = until, TestStatusUnavailable
+	next.RateLimitedUntil, next.TestStatus = until, testStatusUnavailable
 	next.LastError = "egress shared with " + o.Connection + ": " + o.Message
 	next.LastErrorType, next.ErrorCode = string(o.Reason), o.Status
 	c.m[k] = &next

@@ -53,7 +53,7 @@ func TestEgressSiblingsCoolTogether(t *testing.T) {
 	wantEligible(t, te, "free", "c5", "m")
 
 	st, _ := te.cooldowns.get("free", "c2")
-	if st.TestStatus != TestStatusUnavailable || st.BackoffLevel != 0 || st.LastErrorType != string(ReasonQuotaExhausted) || st.ErrorCode != 429 {
+	if st.TestStatus != testStatusUnavailable || st.BackoffLevel != 0 || st.LastErrorType != string(ReasonQuotaExhausted) || st.ErrorCode != 429 {
 		t.Fatalf("sibling state = %+v", st)
 	}
 	// The sibling's cooldown is durable: a restart keeps it.
@@ -87,12 +87,12 @@ func TestEgressNoRecordCoolsOnlyFailingConnection(t *testing.T) {
 		}},
 		{"failing connection's record older than 24 h", func(te *testEngine) {
 			te.RecordEgress("free", "c1", "203.0.113.7")
-			te.clock.Advance(EgressWindow + time.Second)
+			te.clock.Advance(egressWindow + time.Second)
 			te.RecordEgress("free", "c2", "203.0.113.7")
 		}},
 		{"sibling's record older than 24 h", func(te *testEngine) {
 			te.RecordEgress("free", "c2", "203.0.113.7")
-			te.clock.Advance(EgressWindow + time.Second)
+			te.clock.Advance(egressWindow + time.Second)
 			te.RecordEgress("free", "c1", "203.0.113.7")
 		}},
 		{"sibling moved to another egress", func(te *testEngine) {
@@ -116,7 +116,7 @@ func TestEgressWithin24hCounts(t *testing.T) {
 	clock := NewFakeClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	te.RecordEgress("free", "c2", "203.0.113.7")
-	clock.Advance(EgressWindow) // exactly 24 h: still inside the window
+	clock.Advance(egressWindow) // exactly 24 h: still inside the window
 	te.RecordEgress("free", "c1", "203.0.113.7")
 	te.fail(t, quota429("free", "c1", "m"))
 	wantExcluded(t, te, "free", "c2", "m", ExclusionConnectionCooldown, clock.Now().Add(time.Minute))

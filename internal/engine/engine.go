@@ -133,8 +133,8 @@ type Engine struct {
 	classifier Classifier
 	redact     *redact.Redactor
 
-	breakers  *Breakers
-	gate      *WindowGate
+	breakers  *breakers
+	gate      *windowGate
 	cooldowns *cooldowns
 	lockouts  *lockouts
 	egress    egressBook
@@ -238,8 +238,8 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 
 	e.observer.Store(&Observer{})
-	e.breakers = NewBreakers(e.clock)
-	e.gate = NewWindowGate(e.clock)
+	e.breakers = newBreakers(e.clock)
+	e.gate = newWindowGate(e.clock)
 	e.validateTarget = o.ValidateTarget
 	if e.validateTarget == nil {
 		e.validateTarget = e.knownTarget
@@ -329,7 +329,7 @@ func (e *Engine) loadState(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		var snap WindowGateSnapshot
+		var snap windowGateSnapshot
 		if err := json.Unmarshal(v, &snap); err != nil {
 			return err
 		}
@@ -368,14 +368,14 @@ func (e *Engine) loadState(ctx context.Context) error {
 // configureProvider applies settings s to provider ps's breaker and window
 // gate.
 func (e *Engine) configureProvider(ps *providerState, s *Settings) {
-	e.breakers.Configure(ps.id, breakerConfig(s.CircuitBreaker.For(ps.profile)))
+	e.breakers.Configure(ps.id, breakerConfigFor(s.CircuitBreaker.For(ps.profile)))
 	e.gate.Configure(ps.id, s.ProviderCooldown.For(ps.profile).config())
 }
 
-// breakerConfig is the BreakerConfig of one profile's settings.
-func breakerConfig(bs BreakerSettings) BreakerConfig {
+// breakerConfigFor is the breakerConfig of one profile's settings.
+func breakerConfigFor(bs BreakerSettings) breakerConfig {
 	ms := func(v int64) time.Duration { return time.Duration(v) * time.Millisecond }
-	cfg := BreakerConfig{
+	cfg := breakerConfig{
 		DegradationThreshold: bs.DegradationThreshold,
 		FailureThreshold:     bs.FailureThreshold,
 		Reset:                ms(bs.ResetMS),
@@ -591,7 +591,7 @@ func (e *Engine) RecordSuccess(provider, connection, model string) {
 
 // RecordFailure records a failed attempt: the breaker (when BreakerKind
 // is not KindNone), the window gate (when provider_cooldown is enabled and
-// the failure counts, see countsForWindowGate and WindowGate), the
+// the failure counts, see countsForWindowGate and windowGate), the
 // connection cooldown, the model lockout (when enabled and the status is
 // one of error_codes, or a rule scoped the failure to the model; and,
 // whatever the switch, a model-scoped quota whose wait exceeds the
@@ -622,10 +622,10 @@ func (e *Engine) RecordFailure(ctx context.Context, o Outcome) error {
 	var errs []error
 
 	if TripsBreaker(o) {
-		errs = append(errs, e.updateBreaker(ctx, ps, func(b *Breakers) { b.RecordFailure(o.Provider, o) }, false))
+		errs = append(errs, e.updateBreaker(ctx, ps, func(b *breakers) { b.RecordFailure(o.Provider, o) }, false))
 	}
 	if s.ProviderCooldown.Enabled && countsForWindowGate(o) {
-		errs = append(errs, e.updateGate(ctx, ps, func(g *WindowGate) { g.RecordFailure(o.Provider, o.Connection, e.gateFailure(o, now)) }, false))
+		errs = append(errs, e.updateGate(ctx, ps, func(g *windowGate) { g.RecordFailure(o.Provider, o.Connection, e.gateFailure(o, now)) }, false))
 	}
 
 	var eff cooldownEffect
@@ -686,7 +686,7 @@ func (e *Engine) lockModel(ctx context.Context, o Outcome, key, family string, p
 // ModelQuotaLockout reports whether RecordFailure makes failure o a model
 // lockout of a model-scoped quota (docs/resilience.md §2/§3/§7,
 // amendments), and for how long: a quota or rate limit a rule scoped to
-// one model (ModelQuotaWait) whose wait exceeds the connection's pacing
+// one model (modelQuotaWait) whose wait exceeds the connection's pacing
 // bound (its rate_limit_overrides.max_wait_ms, else
 // request_queue.max_wait_ms), capped at 24 h. This is the one rule: the
 // request path asks it before pacing the connection's limiter with the
@@ -704,7 +704,7 @@ func (e *Engine) ModelQuotaLockout(o Outcome) (time.Duration, bool) {
 // modelQuotaLockout is ModelQuotaLockout for provider state ps under
 // settings s.
 func (e *Engine) modelQuotaLockout(ps *providerState, o Outcome, s *Settings) (time.Duration, bool) {
-	wait, quota := ModelQuotaWait(o)
+	wait, quota := modelQuotaWait(o)
 	if !quota || wait <= e.pacingBound(ps, o.Connection, s) {
 		return 0, false
 	}
@@ -738,8 +738,8 @@ func countsForWindowGate(o Outcome) bool {
 // its kind is its reason and status, its dispatch time o.Started; when
 // that is unknown, the failure is a burst duplicate if its connection is
 // still cooling from an identical failure (read before o is applied).
-func (e *Engine) gateFailure(o Outcome, now time.Time) GateFailure {
-	f := GateFailure{Kind: string(o.Reason) + "/" + strconv.Itoa(o.Status), Dispatched: o.Started}
+func (e *Engine) gateFailure(o Outcome, now time.Time) gateFailure {
+	f := gateFailure{Kind: string(o.Reason) + "/" + strconv.Itoa(o.Status), Dispatched: o.Started}
 	if f.Dispatched.IsZero() {
 		f.Burst = e.cooldowns.coolingFrom(o.Provider, o.Connection, o.Reason, o.Status, now)
 	}
@@ -774,7 +774,7 @@ func (e *Engine) onBreakerChange(provider string, _ BreakerSnapshot, t *BreakerT
 }
 
 // onGateChange is the window gate's OnChange hook; see onBreakerChange.
-func (e *Engine) onGateChange(provider string, _ WindowGateSnapshot) {
+func (e *Engine) onGateChange(provider string, _ windowGateSnapshot) {
 	e.providerFor(provider, "").gateDirty.Store(true)
 }
 

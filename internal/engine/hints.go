@@ -10,7 +10,7 @@ import (
 // MaxRetryHint caps every parsed upstream retry hint (docs/resilience.md §2).
 const MaxRetryHint = 30 * 24 * time.Hour
 
-// Retry hint sources reported by ParseRetryHint.
+// Retry hint sources reported by parseRetryHint.
 const (
 	HintSourceRetryAfterMs     = "retry-after-ms"
 	HintSourceRetryAfter       = "retry-after"
@@ -31,7 +31,7 @@ var httpDateLayouts = [...]string{
 	time.ANSIC,
 }
 
-// ParseRetryHint extracts the wait an upstream asked for from response
+// parseRetryHint extracts the wait an upstream asked for from response
 // headers (names lower-cased) and body text, in this order: retry-after-ms
 // (milliseconds), retry-after (delta-seconds or HTTP date; a past date gives
 // 0 and ok), the x-ratelimit-reset* headers (delta seconds, unix epoch
@@ -45,8 +45,8 @@ var httpDateLayouts = [...]string{
 //
 // now is the time the answer arrived; when it is zero, absolute times
 // (dates, epochs) cannot be judged and are skipped. Every result is capped
-// at MaxRetryHint. ParseRetryHint is a pure function.
-func ParseRetryHint(headers map[string]string, body string, now time.Time) (d time.Duration, source string, ok bool) {
+// at MaxRetryHint. parseRetryHint is a pure function.
+func parseRetryHint(headers map[string]string, body string, now time.Time) (d time.Duration, source string, ok bool) {
 	if v, found := headers["retry-after-ms"]; found {
 		if ms, good := parseNonNegative(v); good {
 			return capHint(ms * float64(time.Millisecond)), HintSourceRetryAfterMs, true

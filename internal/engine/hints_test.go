@@ -97,7 +97,7 @@ func TestParseRetryHint(t *testing.T) {
 		{"nothing", map[string]string{"content-type": "application/json"}, `{"error":"bad"}`, now, 0, "", false},
 	}
 	for _, tt := range tests {
-		d, source, ok := ParseRetryHint(tt.headers, tt.body, tt.now)
+		d, source, ok := parseRetryHint(tt.headers, tt.body, tt.now)
 		if d != tt.want || source != tt.source || ok != tt.ok {
 			t.Errorf("%s: ParseRetryHint = %v, %q, %v; want %v, %q, %v", tt.name, d, source, ok, tt.want, tt.source, tt.ok)
 		}
@@ -131,7 +131,7 @@ func FuzzParseRetryHint(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name, value, body string, offset int64) {
 		h := map[string]string{name: value, "x-ratelimit-remaining-requests": "0"}
 		for _, at := range []time.Time{{}, now.Add(time.Duration(offset))} {
-			d, source, ok := ParseRetryHint(h, body, at)
+			d, source, ok := parseRetryHint(h, body, at)
 			if d < 0 || d > MaxRetryHint || (!ok && (d != 0 || source != "")) || (ok && source == "") {
 				t.Fatalf("ParseRetryHint(%q: %q, %q, %v) = %v, %q, %v", name, value, body, at, d, source, ok)
 			}

@@ -33,13 +33,13 @@ func (e *Engine) WindowGateView(provider string) WindowGateView {
 
 // config returns provider's settings (the apikey defaults for a provider
 // never configured).
-func (g *WindowGate) config(provider string) WindowGateConfig {
+func (g *windowGate) config(provider string) windowGateConfig {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if ws := g.byName[provider]; ws != nil {
 		return ws.cfg
 	}
-	return DefaultWindowGateConfig(ProfileAPIKey).Normalize()
+	return defaultWindowGateConfig(ProfileAPIKey).Normalize()
 }
 
 // BreakerState returns the state of provider's breaker (lazy recovery

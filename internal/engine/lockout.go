@@ -140,14 +140,14 @@ func explicitScope(o Outcome) bool {
 // (docs/resilience.md §2/§3/§7, amendments).
 const MaxModelQuotaLockout = 24 * time.Hour
 
-// ModelQuotaWait reports whether o is a quota or rate limit that a rule
+// modelQuotaWait reports whether o is a quota or rate limit that a rule
 // scoped to one model (a Gemini QuotaFailure naming the model, a
 // per-model rate-limit header, a provider rule) and the wait it states:
 // the rule's cooldown, else the upstream retry hint, else the body's typed
 // google.rpc.RetryInfo delay (Outcome.BodyRetryHint; a prose hint in the
 // body does not count). It is a pure function; Engine.ModelQuotaLockout
 // applies the connection's pacing bound to the wait.
-func ModelQuotaWait(o Outcome) (time.Duration, bool) {
+func modelQuotaWait(o Outcome) (time.Duration, bool) {
 	if o.Success || o.Model == "" || o.Scope != ScopeModel || !explicitScope(o) {
 		return 0, false
 	}

@@ -59,7 +59,7 @@ const (
 	ProfileLocal  Profile = "local"
 )
 
-// Outcome is the one classified result of one upstream attempt. Breakers,
+// Outcome is the one classified result of one upstream attempt. breakers,
 // cooldowns, lockouts, combo waits and metrics all read this value; nothing
 // downstream re-parses upstream errors.
 type Outcome struct {
@@ -121,7 +121,7 @@ type Outcome struct {
 
 	// Started is when the attempt was dispatched upstream; zero when the
 	// caller does not know. The window gate uses it to tell failures that
-	// were in flight together (see WindowGate).
+	// were in flight together (see windowGate).
 	Started time.Time
 	// Tools is how many tools the attempt's request declared, 0 when none
 	// or unknown; a tool_limit failure learns the model's limit from it

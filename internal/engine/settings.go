@@ -142,9 +142,9 @@ type WindowGateSettings struct {
 	CooldownMS       int64 `json:"cooldown_ms"`
 }
 
-// config is the WindowGateConfig of s.
-func (s WindowGateSettings) config() WindowGateConfig {
-	return WindowGateConfig{
+// config is the windowGateConfig of s.
+func (s WindowGateSettings) config() windowGateConfig {
+	return windowGateConfig{
 		Threshold: s.FailureThreshold,
 		Window:    time.Duration(s.FailureWindowMS) * time.Millisecond,
 		Cooldown:  time.Duration(s.CooldownMS) * time.Millisecond,
@@ -253,9 +253,9 @@ func DefaultSettings() Settings {
 				DegradedExitSuccesses: DefaultDegradedExitSuccesses, MaxBackoffMultiplier: DefaultMaxBackoffMultiplier},
 		},
 		ProviderCooldown: ProviderCooldownSettings{
-			APIKey: windowGateSettings(DefaultWindowGateConfig(ProfileAPIKey)),
-			OAuth:  windowGateSettings(DefaultWindowGateConfig(ProfileOAuth)),
-			Local:  windowGateSettings(DefaultWindowGateConfig(ProfileLocal)),
+			APIKey: windowGateSettings(defaultWindowGateConfig(ProfileAPIKey)),
+			OAuth:  windowGateSettings(defaultWindowGateConfig(ProfileOAuth)),
+			Local:  windowGateSettings(defaultWindowGateConfig(ProfileLocal)),
 		},
 		ConnectionCooldown: CooldownProfiles{
 			APIKey: CooldownSettings{BaseMS: 3_000, MaxBackoffLevel: 5},
@@ -289,7 +289,7 @@ func DefaultSettings() Settings {
 }
 
 // windowGateSettings is the settings form of c.
-func windowGateSettings(c WindowGateConfig) WindowGateSettings {
+func windowGateSettings(c windowGateConfig) WindowGateSettings {
 	return WindowGateSettings{
 		FailureThreshold: c.Threshold,
 		FailureWindowMS:  c.Window.Milliseconds(),

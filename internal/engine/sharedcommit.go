@@ -96,7 +96,7 @@ func (e *Engine) settle(key string, err error, applied bool, local func()) error
 // in memory then to the store in single-instance mode, atomically in the
 // store then in memory in shared mode (applied: op already ran on the
 // local view, as the success path does).
-func (e *Engine) updateBreaker(ctx context.Context, ps *providerState, op func(*Breakers), applied bool) error {
+func (e *Engine) updateBreaker(ctx context.Context, ps *providerState, op func(*breakers), applied bool) error {
 	if e.shared == nil {
 		op(e.breakers)
 		return e.persistBreaker(ctx, ps)
@@ -106,7 +106,7 @@ func (e *Engine) updateBreaker(ctx context.Context, ps *providerState, op func(*
 	var trans []BreakerTransition
 	step := func(cur []byte) ([]byte, time.Duration, bool) {
 		trans = trans[:0]
-		b := NewBreakers(e.clock)
+		b := newBreakers(e.clock)
 		b.Configure(ps.id, cfg)
 		var snap BreakerSnapshot
 		if cur != nil && json.Unmarshal(cur, &snap) == nil {
@@ -137,7 +137,7 @@ func (e *Engine) updateBreaker(ctx context.Context, ps *providerState, op func(*
 }
 
 // updateGate is updateBreaker for provider ps's window gate.
-func (e *Engine) updateGate(ctx context.Context, ps *providerState, op func(*WindowGate), applied bool) error {
+func (e *Engine) updateGate(ctx context.Context, ps *providerState, op func(*windowGate), applied bool) error {
 	if e.shared == nil {
 		op(e.gate)
 		return e.persistGate(ctx, ps)
@@ -145,14 +145,14 @@ func (e *Engine) updateGate(ctx context.Context, ps *providerState, op func(*Win
 	key := keyWindowGate + url.PathEscape(ps.id)
 	cfg := e.gate.config(ps.id)
 	step := func(cur []byte) ([]byte, time.Duration, bool) {
-		g := NewWindowGate(e.clock)
+		g := newWindowGate(e.clock)
 		g.Configure(ps.id, cfg)
-		var snap WindowGateSnapshot
+		var snap windowGateSnapshot
 		if cur != nil && json.Unmarshal(cur, &snap) == nil {
 			g.Restore(ps.id, snap)
 		}
 		changed := false
-		g.OnChange(func(string, WindowGateSnapshot) { changed = true })
+		g.OnChange(func(string, windowGateSnapshot) { changed = true })
 		op(g)
 		if !changed {
 			return nil, 0, false
@@ -245,13 +245,13 @@ func (e *Engine) shareSuccess(ps *providerState, provider, connection, model str
 
 func (e *Engine) breakerSuccessLater(ps *providerState) {
 	e.writeLater(keyBreaker+url.PathEscape(ps.id), func() error {
-		return e.updateBreaker(context.Background(), ps, func(b *Breakers) { b.RecordSuccess(ps.id) }, true)
+		return e.updateBreaker(context.Background(), ps, func(b *breakers) { b.RecordSuccess(ps.id) }, true)
 	})
 }
 
 func (e *Engine) gateSuccessLater(ps *providerState) {
 	e.writeLater(keyWindowGate+url.PathEscape(ps.id), func() error {
-		return e.updateGate(context.Background(), ps, func(g *WindowGate) { g.RecordSuccess(ps.id) }, true)
+		return e.updateGate(context.Background(), ps, func(g *windowGate) { g.RecordSuccess(ps.id) }, true)
 	})
 }
 
@@ -520,7 +520,7 @@ func (e *Engine) installBreaker(provider string, raw []byte) {
 
 // installGate replaces provider's local window gate with raw (nil: empty).
 func (e *Engine) installGate(provider string, raw []byte) {
-	var snap WindowGateSnapshot
+	var snap windowGateSnapshot
 	if raw != nil {
 		if err := json.Unmarshal(raw, &snap); err != nil {
 			e.log.Warn("skipping unreadable state entry", "provider", provider, "error", err)
@@ -593,7 +593,7 @@ func sharedBreakerSnapshot(s BreakerSnapshot) BreakerSnapshot {
 
 // gateValue encodes a window gate snapshot; ok false when it is empty (the
 // key is deleted).
-func gateValue(snap WindowGateSnapshot) ([]byte, time.Duration, bool) {
+func gateValue(snap windowGateSnapshot) ([]byte, time.Duration, bool) {
 	if snap.CoolingUntil.IsZero() && len(snap.Failures) == 0 && len(snap.Last) == 0 {
 		return nil, 0, false
 	}
@@ -641,7 +641,7 @@ func mustJSON(v any) []byte {
 }
 
 // config returns provider's breaker configuration.
-func (b *Breakers) config(provider string) BreakerConfig {
+func (b *breakers) config(provider string) breakerConfig {
 	br, _ := b.ensure(provider)
 	br.mu.Lock()
 	defer br.mu.Unlock()
@@ -650,7 +650,7 @@ func (b *Breakers) config(provider string) BreakerConfig {
 
 // restoreKeepProbe is Restore that keeps a HALF_OPEN probe claimed by this
 // instance while the restored state is HALF_OPEN too.
-func (b *Breakers) restoreKeepProbe(provider string, s BreakerSnapshot) {
+func (b *breakers) restoreKeepProbe(provider string, s BreakerSnapshot) {
 	br, _ := b.ensure(provider)
 	br.mu.Lock()
 	probe := br.probeAt

@@ -58,9 +58,9 @@ var statedToolLimit = []*regexp.Regexp{
 	regexp.MustCompile(`(?i)(?:tools|functions)[^.]{0,40}(?:at most|maximum(?: length)?(?: of)?) (\d+)`),
 }
 
-// ParseToolLimitText returns the tool-count limit an upstream error text
+// parseToolLimitText returns the tool-count limit an upstream error text
 // states, if any (see statedToolLimit). It is a pure function.
-func ParseToolLimitText(text string) (int, bool) {
+func parseToolLimitText(text string) (int, bool) {
 	for _, re := range statedToolLimit {
 		if m := re.FindStringSubmatch(text); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil && n > 0 {
@@ -89,7 +89,7 @@ func (t *toolLimits) learn(k modelKey, tools int, text string, now time.Time) To
 	if ok := t.maxOK[k]; ok > 0 && ok < e.Failing {
 		limit = ok
 	}
-	if stated, found := ParseToolLimitText(text); found && stated < e.Failing {
+	if stated, found := parseToolLimitText(text); found && stated < e.Failing {
 		e.Limit = stated
 	} else {
 		e.Limit = min(e.Limit, limit)

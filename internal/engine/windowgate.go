@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// Window gate limits applied by WindowGateConfig.Normalize.
+// Window gate limits applied by windowGateConfig.Normalize.
 const (
 	MinWindowGateThreshold = 1
 	MaxWindowGateThreshold = 1000
@@ -16,9 +16,9 @@ const (
 	MaxWindowGateDuration  = 24 * time.Hour
 )
 
-// WindowGateConfig holds the §1b settings of one provider. It is a plain
+// windowGateConfig holds the §1b settings of one provider. It is a plain
 // value.
-type WindowGateConfig struct {
+type windowGateConfig struct {
 	// Threshold is how many failures inside Window make the provider cool.
 	Threshold int
 	// Window is how far back failures count.
@@ -27,31 +27,31 @@ type WindowGateConfig struct {
 	Cooldown time.Duration
 }
 
-// DefaultWindowGateConfig returns the §1b defaults of a profile: oauth
+// defaultWindowGateConfig returns the §1b defaults of a profile: oauth
 // 10/15 min/5 min, apikey 15/30 min/10 min, local 2/5 min/1 min. An unknown
 // profile gets the apikey defaults.
-func DefaultWindowGateConfig(p Profile) WindowGateConfig {
+func defaultWindowGateConfig(p Profile) windowGateConfig {
 	switch p {
 	case ProfileOAuth:
-		return WindowGateConfig{Threshold: 10, Window: 15 * time.Minute, Cooldown: 5 * time.Minute}
+		return windowGateConfig{Threshold: 10, Window: 15 * time.Minute, Cooldown: 5 * time.Minute}
 	case ProfileLocal:
-		return WindowGateConfig{Threshold: 2, Window: 5 * time.Minute, Cooldown: time.Minute}
+		return windowGateConfig{Threshold: 2, Window: 5 * time.Minute, Cooldown: time.Minute}
 	default:
-		return WindowGateConfig{Threshold: 15, Window: 30 * time.Minute, Cooldown: 10 * time.Minute}
+		return windowGateConfig{Threshold: 15, Window: 30 * time.Minute, Cooldown: 10 * time.Minute}
 	}
 }
 
 // Normalize clamps c: Threshold in 1..1000, Window and Cooldown in
 // 1 s..24 h.
-func (c WindowGateConfig) Normalize() WindowGateConfig {
+func (c windowGateConfig) Normalize() windowGateConfig {
 	c.Threshold = min(max(c.Threshold, MinWindowGateThreshold), MaxWindowGateThreshold)
 	c.Window = min(max(c.Window, MinWindowGateDuration), MaxWindowGateDuration)
 	c.Cooldown = min(max(c.Cooldown, MinWindowGateDuration), MaxWindowGateDuration)
 	return c
 }
 
-// GateFailure is one failure as the window gate sees it.
-type GateFailure struct {
+// gateFailure is one failure as the window gate sees it.
+type gateFailure struct {
 	// Kind identifies identical failures of a connection (the engine uses
 	// the reason and the status).
 	Kind string
@@ -66,15 +66,15 @@ type GateFailure struct {
 	Burst bool
 }
 
-// CountedFailure is the last counted failure of one connection.
-type CountedFailure struct {
+// countedFailure is the last counted failure of one connection.
+type countedFailure struct {
 	Kind string    `json:"kind"`
 	At   time.Time `json:"at"`
 }
 
-// WindowGateSnapshot is the observable and persisted form of one provider's
+// windowGateSnapshot is the observable and persisted form of one provider's
 // window gate. It is a plain value; its maps are owned by the receiver.
-type WindowGateSnapshot struct {
+type windowGateSnapshot struct {
 	// Failures holds the counted failures inside the window, keyed per
 	// failure ("<connection>@<time>").
 	Failures map[string]time.Time `json:"failures,omitempty"`
@@ -82,44 +82,44 @@ type WindowGateSnapshot struct {
 	CoolingUntil time.Time `json:"cooling_until,omitzero"`
 	// Last holds each connection's last counted failure inside the window,
 	// for the in-flight de-duplication.
-	Last map[string]CountedFailure `json:"last,omitempty"`
+	Last map[string]countedFailure `json:"last,omitempty"`
 }
 
 // windowState is the gate state of one provider.
 type windowState struct {
-	cfg          WindowGateConfig
+	cfg          windowGateConfig
 	failures     map[string]time.Time
 	coolingUntil time.Time
-	last         map[string]CountedFailure
+	last         map[string]countedFailure
 }
 
 type windowChange struct {
 	provider string
-	snap     WindowGateSnapshot
+	snap     windowGateSnapshot
 }
 
-// WindowGate is the opt-in provider cooldown window gate of
+// windowGate is the opt-in provider cooldown window gate of
 // docs/resilience.md §1b: cross-request memory that makes a provider cool
 // for Cooldown once Threshold failures land inside Window, so consecutive
 // combo requests stop retrying it. Every failure of the provider counts,
 // however often its connection fails, except one that was in flight
 // together with an identical counted failure of the same connection: same
 // connection, same kind (reason and status), and dispatched before that
-// failure was recorded (GateFailure). So a burst of concurrent requests
+// failure was recorded (gateFailure). So a burst of concurrent requests
 // failing together counts once, while a lone connection failing once a
 // second counts every time. A success clears the window and ends the
-// cooling. All timers are lazy. WindowGate is goroutine-safe.
-type WindowGate struct {
+// cooling. All timers are lazy. windowGate is goroutine-safe.
+type windowGate struct {
 	clock    Clock
 	mu       sync.Mutex
 	byName   map[string]*windowState
-	onChange func(provider string, s WindowGateSnapshot)
+	onChange func(provider string, s windowGateSnapshot)
 	queue    changeQueue[windowChange]
 }
 
-// NewWindowGate returns an empty gate reading time from clock.
-func NewWindowGate(clock Clock) *WindowGate {
-	return &WindowGate{clock: clock, byName: make(map[string]*windowState)}
+// newWindowGate returns an empty gate reading time from clock.
+func newWindowGate(clock Clock) *windowGate {
+	return &windowGate{clock: clock, byName: make(map[string]*windowState)}
 }
 
 // OnChange sets the function called after every change of a provider's
@@ -127,7 +127,7 @@ func NewWindowGate(clock Clock) *WindowGate {
 // lock, in the order of the changes, possibly from another goroutine than
 // the one that made the change; it may call back into the gate. Set it
 // before the gate is used.
-func (g *WindowGate) OnChange(fn func(provider string, s WindowGateSnapshot)) {
+func (g *windowGate) OnChange(fn func(provider string, s windowGateSnapshot)) {
 	g.mu.Lock()
 	g.onChange = fn
 	g.mu.Unlock()
@@ -135,10 +135,10 @@ func (g *WindowGate) OnChange(fn func(provider string, s WindowGateSnapshot)) {
 
 // state returns provider's state, creating it with the apikey defaults.
 // Must hold g.mu.
-func (g *WindowGate) state(provider string) *windowState {
+func (g *windowGate) state(provider string) *windowState {
 	ws := g.byName[provider]
 	if ws == nil {
-		ws = &windowState{cfg: DefaultWindowGateConfig(ProfileAPIKey).Normalize()}
+		ws = &windowState{cfg: defaultWindowGateConfig(ProfileAPIKey).Normalize()}
 		g.byName[provider] = ws
 	}
 	return ws
@@ -146,7 +146,7 @@ func (g *WindowGate) state(provider string) *windowState {
 
 // Configure sets provider's settings, normalised. Providers never
 // configured use the apikey defaults.
-func (g *WindowGate) Configure(provider string, cfg WindowGateConfig) {
+func (g *windowGate) Configure(provider string, cfg windowGateConfig) {
 	g.mu.Lock()
 	g.state(provider).cfg = cfg.Normalize()
 	g.mu.Unlock()
@@ -159,7 +159,7 @@ func (g *WindowGate) Configure(provider string, cfg WindowGateConfig) {
 // counted; nor is a failure while the provider is already cooling (which
 // is never extended). When Threshold counted failures lie inside Window
 // the provider cools for Cooldown and the window starts afresh.
-func (g *WindowGate) RecordFailure(provider, connection string, f GateFailure) bool {
+func (g *windowGate) RecordFailure(provider, connection string, f gateFailure) bool {
 	g.mu.Lock()
 	now := g.clock.Now()
 	ws := g.state(provider)
@@ -180,9 +180,9 @@ func (g *WindowGate) RecordFailure(provider, connection string, f GateFailure) b
 		return false
 	}
 	if ws.last == nil {
-		ws.last = make(map[string]CountedFailure)
+		ws.last = make(map[string]countedFailure)
 	}
-	ws.last[connection] = CountedFailure{Kind: f.Kind, At: now}
+	ws.last[connection] = countedFailure{Kind: f.Kind, At: now}
 	if ws.failures == nil {
 		ws.failures = make(map[string]time.Time)
 	}
@@ -203,7 +203,7 @@ func (g *WindowGate) RecordFailure(provider, connection string, f GateFailure) b
 // it leaves the window): requests in flight with a counted failure that
 // fail after the success are still its duplicates. With nothing to clear
 // it allocates nothing.
-func (g *WindowGate) RecordSuccess(provider string) {
+func (g *windowGate) RecordSuccess(provider string) {
 	g.mu.Lock()
 	ws := g.byName[provider]
 	if ws == nil || (len(ws.failures) == 0 && ws.coolingUntil.IsZero()) {
@@ -216,7 +216,7 @@ func (g *WindowGate) RecordSuccess(provider string) {
 }
 
 // Cooling reports whether provider is cooling and until when.
-func (g *WindowGate) Cooling(provider string) (bool, time.Time) {
+func (g *windowGate) Cooling(provider string) (bool, time.Time) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ws := g.byName[provider]
@@ -227,12 +227,12 @@ func (g *WindowGate) Cooling(provider string) (bool, time.Time) {
 }
 
 // Snapshot returns provider's current state with expired parts left out.
-func (g *WindowGate) Snapshot(provider string) WindowGateSnapshot {
+func (g *windowGate) Snapshot(provider string) windowGateSnapshot {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ws := g.byName[provider]
 	if ws == nil {
-		return WindowGateSnapshot{}
+		return windowGateSnapshot{}
 	}
 	ws.prune(g.clock.Now())
 	return ws.snapshot()
@@ -240,7 +240,7 @@ func (g *WindowGate) Snapshot(provider string) WindowGateSnapshot {
 
 // Restore replaces provider's state with a persisted snapshot, keeping its
 // settings. It does not call OnChange.
-func (g *WindowGate) Restore(provider string, s WindowGateSnapshot) {
+func (g *windowGate) Restore(provider string, s windowGateSnapshot) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	ws := g.state(provider)
@@ -251,7 +251,7 @@ func (g *WindowGate) Restore(provider string, s WindowGateSnapshot) {
 
 // Reset clears provider's state ("" clears every provider) and returns the
 // providers cleared, sorted.
-func (g *WindowGate) Reset(provider string) []string {
+func (g *windowGate) Reset(provider string) []string {
 	g.mu.Lock()
 	var names []string
 	if provider == "" {
@@ -276,7 +276,7 @@ func (g *WindowGate) Reset(provider string) []string {
 }
 
 // Providers returns the providers the gate knows, sorted.
-func (g *WindowGate) Providers() []string {
+func (g *windowGate) Providers() []string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return slices.Sorted(maps.Keys(g.byName))
@@ -301,8 +301,8 @@ func (ws *windowState) prune(now time.Time) {
 }
 
 // snapshot copies the state. Must hold the gate's lock.
-func (ws *windowState) snapshot() WindowGateSnapshot {
-	s := WindowGateSnapshot{CoolingUntil: ws.coolingUntil}
+func (ws *windowState) snapshot() windowGateSnapshot {
+	s := windowGateSnapshot{CoolingUntil: ws.coolingUntil}
 	if len(ws.failures) > 0 {
 		s.Failures = maps.Clone(ws.failures)
 	}
@@ -314,7 +314,7 @@ func (ws *windowState) snapshot() WindowGateSnapshot {
 
 // finish queues a change notification for provider, unlocks g.mu and
 // delivers when this goroutine is the deliverer. Must hold g.mu.
-func (g *WindowGate) finish(provider string, ws *windowState) {
+func (g *windowGate) finish(provider string, ws *windowState) {
 	fn := g.onChange
 	if fn == nil {
 		g.mu.Unlock()

@@ -9,24 +9,24 @@ import (
 	"time"
 )
 
-func newTestGate(t *testing.T) (*WindowGate, *FakeClock) {
+func newTestGate(t *testing.T) (*windowGate, *FakeClock) {
 	t.Helper()
 	clock := NewFakeClock(breakerEpoch)
-	return NewWindowGate(clock), clock
+	return newWindowGate(clock), clock
 }
 
 func TestDefaultWindowGateConfig(t *testing.T) {
 	tests := []struct {
 		profile Profile
-		want    WindowGateConfig
+		want    windowGateConfig
 	}{
-		{ProfileOAuth, WindowGateConfig{Threshold: 10, Window: 15 * time.Minute, Cooldown: 5 * time.Minute}},
-		{ProfileAPIKey, WindowGateConfig{Threshold: 15, Window: 30 * time.Minute, Cooldown: 10 * time.Minute}},
-		{ProfileLocal, WindowGateConfig{Threshold: 2, Window: 5 * time.Minute, Cooldown: time.Minute}},
-		{Profile(""), WindowGateConfig{Threshold: 15, Window: 30 * time.Minute, Cooldown: 10 * time.Minute}},
+		{ProfileOAuth, windowGateConfig{Threshold: 10, Window: 15 * time.Minute, Cooldown: 5 * time.Minute}},
+		{ProfileAPIKey, windowGateConfig{Threshold: 15, Window: 30 * time.Minute, Cooldown: 10 * time.Minute}},
+		{ProfileLocal, windowGateConfig{Threshold: 2, Window: 5 * time.Minute, Cooldown: time.Minute}},
+		{Profile(""), windowGateConfig{Threshold: 15, Window: 30 * time.Minute, Cooldown: 10 * time.Minute}},
 	}
 	for _, tt := range tests {
-		if got := DefaultWindowGateConfig(tt.profile); got != tt.want {
+		if got := defaultWindowGateConfig(tt.profile); got != tt.want {
 			t.Errorf("DefaultWindowGateConfig(%q) = %+v, want %+v", tt.profile, got, tt.want)
 		}
 		if got := tt.want.Normalize(); got != tt.want {
@@ -36,27 +36,27 @@ func TestDefaultWindowGateConfig(t *testing.T) {
 }
 
 func TestWindowGateConfigNormalize(t *testing.T) {
-	got := WindowGateConfig{Threshold: 0, Window: 0, Cooldown: -time.Second}.Normalize()
-	if want := (WindowGateConfig{Threshold: 1, Window: time.Second, Cooldown: time.Second}); got != want {
+	got := windowGateConfig{Threshold: 0, Window: 0, Cooldown: -time.Second}.Normalize()
+	if want := (windowGateConfig{Threshold: 1, Window: time.Second, Cooldown: time.Second}); got != want {
 		t.Errorf("Normalize(zero) = %+v, want %+v", got, want)
 	}
-	got = WindowGateConfig{Threshold: 5000, Window: 48 * time.Hour, Cooldown: 25 * time.Hour}.Normalize()
-	if want := (WindowGateConfig{Threshold: 1000, Window: 24 * time.Hour, Cooldown: 24 * time.Hour}); got != want {
+	got = windowGateConfig{Threshold: 5000, Window: 48 * time.Hour, Cooldown: 25 * time.Hour}.Normalize()
+	if want := (windowGateConfig{Threshold: 1000, Window: 24 * time.Hour, Cooldown: 24 * time.Hour}); got != want {
 		t.Errorf("Normalize(huge) = %+v, want %+v", got, want)
 	}
 }
 
 // fail records a failure of connection c on p with no dispatch time and
 // outside any burst: it always counts unless the provider is cooling.
-func fail(g *WindowGate, p, c string) bool {
-	return g.RecordFailure(p, c, GateFailure{Kind: "rate_limit/429"})
+func fail(g *windowGate, p, c string) bool {
+	return g.RecordFailure(p, c, gateFailure{Kind: "rate_limit/429"})
 }
 
 func TestWindowGateTripsPerProfile(t *testing.T) {
 	for _, profile := range []Profile{ProfileOAuth, ProfileAPIKey, ProfileLocal} {
 		t.Run(string(profile), func(t *testing.T) {
 			g, clock := newTestGate(t)
-			cfg := DefaultWindowGateConfig(profile)
+			cfg := defaultWindowGateConfig(profile)
 			g.Configure("p", cfg)
 			// Failures spread over the window, one per distinct connection.
 			step := cfg.Window / time.Duration(cfg.Threshold)
@@ -95,10 +95,10 @@ func TestWindowGateTripsPerProfile(t *testing.T) {
 // failures are counted per provider, however often the connection fails).
 func TestWindowGateLoneConnectionOncePerSecondTripsAtFifteen(t *testing.T) {
 	g, clock := newTestGate(t)
-	g.Configure("p", DefaultWindowGateConfig(ProfileAPIKey)) // 15 within 30 min, cools 10 min
+	g.Configure("p", defaultWindowGateConfig(ProfileAPIKey)) // 15 within 30 min, cools 10 min
 	for i := 1; i <= 15; i++ {
 		dispatched := clock.Now().Add(-200 * time.Millisecond)
-		if !g.RecordFailure("p", "lone", GateFailure{Kind: "rate_limit/429", Dispatched: dispatched}) {
+		if !g.RecordFailure("p", "lone", gateFailure{Kind: "rate_limit/429", Dispatched: dispatched}) {
 			t.Fatalf("failure %d was not counted", i)
 		}
 		cooling, until := g.Cooling("p")
@@ -117,14 +117,14 @@ func TestWindowGateLoneConnectionOncePerSecondTripsAtFifteen(t *testing.T) {
 // dispatch time unknown) inside its anti-herd burst.
 func TestWindowGateInFlightDuplicatesCountOnce(t *testing.T) {
 	g, clock := newTestGate(t)
-	g.Configure("p", DefaultWindowGateConfig(ProfileLocal)) // trips after 2
+	g.Configure("p", defaultWindowGateConfig(ProfileLocal)) // trips after 2
 	t0 := clock.Now()
-	g.RecordFailure("p", "a", GateFailure{Kind: "server_error/503", Dispatched: t0.Add(-time.Second)})
+	g.RecordFailure("p", "a", gateFailure{Kind: "server_error/503", Dispatched: t0.Add(-time.Second)})
 	// Nine more requests sent before the first failure was recorded fail
 	// the same way over the next second: the burst counts once.
 	for i := range 9 {
 		clock.Advance(100 * time.Millisecond)
-		if g.RecordFailure("p", "a", GateFailure{Kind: "server_error/503", Dispatched: t0.Add(-time.Duration(i+1) * time.Millisecond)}) {
+		if g.RecordFailure("p", "a", gateFailure{Kind: "server_error/503", Dispatched: t0.Add(-time.Duration(i+1) * time.Millisecond)}) {
 			t.Fatalf("in-flight duplicate %d was counted", i+1)
 		}
 	}
@@ -133,7 +133,7 @@ func TestWindowGateInFlightDuplicatesCountOnce(t *testing.T) {
 	}
 	// A different failure of the same connection is not identical: it
 	// counts (and trips the threshold of 2).
-	if !g.RecordFailure("p", "a", GateFailure{Kind: "server_error/500", Dispatched: t0.Add(-time.Second)}) {
+	if !g.RecordFailure("p", "a", gateFailure{Kind: "server_error/500", Dispatched: t0.Add(-time.Second)}) {
 		t.Fatal("a different failure of the same connection was not counted")
 	}
 	if cooling, _ := g.Cooling("p"); !cooling {
@@ -142,12 +142,12 @@ func TestWindowGateInFlightDuplicatesCountOnce(t *testing.T) {
 
 	// Dispatch time unknown: the burst flag decides.
 	g2, _ := newTestGate(t)
-	g2.Configure("p", DefaultWindowGateConfig(ProfileLocal))
+	g2.Configure("p", defaultWindowGateConfig(ProfileLocal))
 	fail(g2, "p", "a")
-	if g2.RecordFailure("p", "a", GateFailure{Kind: "rate_limit/429", Burst: true}) {
+	if g2.RecordFailure("p", "a", gateFailure{Kind: "rate_limit/429", Burst: true}) {
 		t.Error("a burst duplicate was counted")
 	}
-	if g2.RecordFailure("p", "b", GateFailure{Kind: "rate_limit/429", Burst: true}) == false {
+	if g2.RecordFailure("p", "b", gateFailure{Kind: "rate_limit/429", Burst: true}) == false {
 		t.Error("another connection's first failure was not counted")
 	}
 	if cooling, _ := g2.Cooling("p"); !cooling {
@@ -164,7 +164,7 @@ func TestWindowGateWindowExpiry(t *testing.T) {
 		{5 * time.Minute, false},
 	} {
 		g, clock := newTestGate(t)
-		g.Configure("p", DefaultWindowGateConfig(ProfileLocal))
+		g.Configure("p", defaultWindowGateConfig(ProfileLocal))
 		fail(g, "p", "a")
 		clock.Advance(tt.gap)
 		fail(g, "p", "a")
@@ -176,7 +176,7 @@ func TestWindowGateWindowExpiry(t *testing.T) {
 
 func TestWindowGateSuccessClears(t *testing.T) {
 	g, _ := newTestGate(t)
-	g.Configure("p", DefaultWindowGateConfig(ProfileLocal))
+	g.Configure("p", defaultWindowGateConfig(ProfileLocal))
 	fail(g, "p", "a")
 	g.RecordSuccess("p")
 	fail(g, "p", "b")
@@ -196,14 +196,14 @@ func TestWindowGateSuccessClears(t *testing.T) {
 	}
 	// A request in flight with c's counted failure that fails after the
 	// success is still its duplicate.
-	if g.RecordFailure("p", "c", GateFailure{Kind: "rate_limit/429", Burst: true}) {
+	if g.RecordFailure("p", "c", gateFailure{Kind: "rate_limit/429", Burst: true}) {
 		t.Error("an in-flight duplicate counted after a success")
 	}
 }
 
 func TestWindowGateCoolingNotExtended(t *testing.T) {
 	g, clock := newTestGate(t)
-	g.Configure("p", DefaultWindowGateConfig(ProfileLocal))
+	g.Configure("p", defaultWindowGateConfig(ProfileLocal))
 	fail(g, "p", "a")
 	fail(g, "p", "b")
 	_, until := g.Cooling("p")
@@ -222,10 +222,10 @@ func TestWindowGateCoolingNotExtended(t *testing.T) {
 
 func TestWindowGateSnapshotRestoreAndOnChange(t *testing.T) {
 	g, clock := newTestGate(t)
-	g.Configure("p", DefaultWindowGateConfig(ProfileOAuth))
+	g.Configure("p", defaultWindowGateConfig(ProfileOAuth))
 	var mu sync.Mutex
-	var got []WindowGateSnapshot
-	g.OnChange(func(p string, s WindowGateSnapshot) {
+	var got []windowGateSnapshot
+	g.OnChange(func(p string, s windowGateSnapshot) {
 		_ = g.Snapshot(p) // re-entrant read must not deadlock
 		mu.Lock()
 		got = append(got, s)
@@ -241,15 +241,15 @@ func TestWindowGateSnapshotRestoreAndOnChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back WindowGateSnapshot
+	var back windowGateSnapshot
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}
-	g2 := NewWindowGate(clock)
-	g2.Configure("p", DefaultWindowGateConfig(ProfileOAuth))
+	g2 := newWindowGate(clock)
+	g2.Configure("p", defaultWindowGateConfig(ProfileOAuth))
 	g2.Restore("p", back)
 	// The restored last failure of b still de-duplicates its burst.
-	if g2.RecordFailure("p", "b", GateFailure{Kind: "rate_limit/429", Burst: true}) {
+	if g2.RecordFailure("p", "b", gateFailure{Kind: "rate_limit/429", Burst: true}) {
 		t.Error("restored last failure of b did not de-duplicate its burst")
 	}
 	for i := range 8 {
@@ -271,7 +271,7 @@ func TestWindowGateSnapshotRestoreAndOnChange(t *testing.T) {
 
 func TestWindowGateConcurrentUse(t *testing.T) {
 	g, clock := newTestGate(t)
-	g.OnChange(func(string, WindowGateSnapshot) {})
+	g.OnChange(func(string, windowGateSnapshot) {})
 	var wg sync.WaitGroup
 	for w := range 6 {
 		wg.Add(1)
@@ -282,7 +282,7 @@ func TestWindowGateConcurrentUse(t *testing.T) {
 				c := fmt.Sprintf("c%d", i%20)
 				switch i % 4 {
 				case 0, 1:
-					g.RecordFailure(p, c, GateFailure{Kind: "k", Burst: i%3 == 0})
+					g.RecordFailure(p, c, gateFailure{Kind: "k", Burst: i%3 == 0})
 				case 2:
 					g.Cooling(p)
 					clock.Advance(time.Second)

@@ -12,10 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
-
-	"github.com/breakwater-dev/breakwater/internal/engine"
 )
 
 // testDir holds the guests built for this run and the shared compilation
@@ -163,7 +162,7 @@ var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // testHost is a Host over a fake clock with its logs captured.
 type testHost struct {
 	*Host
-	clock *engine.FakeClock
+	clock *enginetest.Clock
 	logs  *logBuffer
 }
 
@@ -174,7 +173,7 @@ func newTestHost(t testing.TB, opts Options) *testHost {
 	t.Helper()
 	th := &testHost{logs: &logBuffer{}}
 	if opts.Clock == nil {
-		th.clock = engine.NewFakeClock(testNow)
+		th.clock = enginetest.NewClock(testNow)
 		opts.Clock = th.clock
 	}
 	if opts.Logger == nil {

@@ -29,5 +29,5 @@
 // framework, policy engine, WASM runtime or database driver and starts no
 // background goroutine. Limiter state is computed lazily from a Clock; a
 // waiting request sleeps on a Clock timer, so tests drive every wait with a
-// FakeClock instead of sleeping.
+// manually advanced clock instead of sleeping.
 package admission

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 var epoch = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func newPins() (*Pins, *memStore, *engine.FakeClock) {
-	clock := engine.NewFakeClock(epoch)
+func newPins() (*Pins, *memStore, *enginetest.Clock) {
+	clock := enginetest.NewClock(epoch)
 	store := newMemStore(clock)
 	return New(store, clock), store, clock
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 func TestPluginName(t *testing.T) {
@@ -45,7 +46,7 @@ func (r *recordingRouter) route(_ context.Context, plugin string, req RouteReque
 }
 
 func TestPluginAppliesTheAnswer(t *testing.T) {
-	clock := engine.NewFakeClock(t0)
+	clock := enginetest.NewClock(t0)
 	sig := NewSignals(clock)
 	ts := mk("a", "b", "c", "d")
 	ts[2].PriceIn = 3

@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clock *engine.FakeClock) engine.Store {
+	storetest.Run(t, func(t *testing.T, clock *enginetest.Clock) engine.Store {
 		return New(clock)
 	})
 }

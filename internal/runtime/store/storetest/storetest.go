@@ -13,9 +13,10 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
-// Epoch is the time every suite FakeClock starts at. It has a sub-millisecond
+// Epoch is the time every suite clock starts at. It has a sub-millisecond
 // part on purpose, so backends that round expiry would fail the TTL tests.
 var Epoch = time.Date(2031, 3, 14, 15, 9, 26, 535897932, time.UTC)
 
@@ -25,7 +26,7 @@ const TTL = 30 * time.Second
 // Opener opens a fresh, empty store judged against clock. Run closes the
 // store when the subtest ends; backends may also register their own cleanup
 // since Close is idempotent.
-type Opener func(t *testing.T, clock *engine.FakeClock) engine.Store
+type Opener func(t *testing.T, clock *enginetest.Clock) engine.Store
 
 // Run runs the conformance suite, one subtest per behaviour, each on a fresh
 // store from open.
@@ -33,7 +34,7 @@ func Run(t *testing.T, open Opener) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s engine.Store, clock *engine.FakeClock)
+		fn   func(t *testing.T, s engine.Store, clock *enginetest.Clock)
 	}{
 		{"GetAbsent", testGetAbsent},
 		{"PutGetOverwrite", testPutGetOverwrite},
@@ -51,7 +52,7 @@ func Run(t *testing.T, open Opener) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := engine.NewFakeClock(Epoch)
+			clock := enginetest.NewClock(Epoch)
 			s := open(t, clock)
 			t.Cleanup(func() { _ = s.Close() })
 			tc.fn(t, s, clock)
@@ -59,14 +60,14 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-func testGetAbsent(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testGetAbsent(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	v, ok, err := s.Get(context.Background(), "missing")
 	if err != nil || ok || v != nil {
 		t.Fatalf("Get(missing) = (%q, %v, %v), want (nil, false, nil)", v, ok, err)
 	}
 }
 
-func testPutGetOverwrite(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testPutGetOverwrite(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	ctx := context.Background()
 	tests := []struct {
 		key   string
@@ -92,7 +93,7 @@ func testPutGetOverwrite(t *testing.T, s engine.Store, _ *engine.FakeClock) {
 	}
 }
 
-func testValuesAreCopied(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testValuesAreCopied(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	in := []byte("abc")
 	mustPut(t, s, "k", in, 0)
 	in[0] = 'X'
@@ -106,7 +107,7 @@ func testValuesAreCopied(t *testing.T, s engine.Store, _ *engine.FakeClock) {
 	}
 }
 
-func testDelete(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testDelete(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	ctx := context.Background()
 	mustPut(t, s, "k", []byte("v"), 0)
 	mustPut(t, s, "k2", []byte("v"), 0)
@@ -125,7 +126,7 @@ func testDelete(t *testing.T, s engine.Store, _ *engine.FakeClock) {
 	}
 }
 
-func testScanOrderAndPrefix(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testScanOrderAndPrefix(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	// Inserted out of order; prefixes nest ("a" < "a/" < "ab/").
 	keys := []string{"b/2", "a/3", "ab/1", "a/1", "b/1", "a", "a/2", "a/10", "c"}
 	for _, k := range keys {
@@ -150,7 +151,7 @@ func testScanOrderAndPrefix(t *testing.T, s engine.Store, _ *engine.FakeClock) {
 	}
 }
 
-func testScanGlobCharacters(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testScanGlobCharacters(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	keys := []string{`g*1`, `g*2`, `gx1`, `g?a`, `gza`, `g[ab]c`, `gac`, `g\x`, `g\\x`, `gx`}
 	for _, k := range keys {
 		mustPut(t, s, k, []byte("v:"+k), 0)
@@ -171,7 +172,7 @@ func testScanGlobCharacters(t *testing.T, s engine.Store, _ *engine.FakeClock) {
 	}
 }
 
-func testTTLGet(t *testing.T, s engine.Store, clock *engine.FakeClock) {
+func testTTLGet(t *testing.T, s engine.Store, clock *enginetest.Clock) {
 	mustPut(t, s, "ttl", []byte("v"), TTL)
 	mustPut(t, s, "forever", []byte("f"), 0)
 	clock.Advance(TTL - time.Millisecond)
@@ -187,7 +188,7 @@ func testTTLGet(t *testing.T, s engine.Store, clock *engine.FakeClock) {
 	mustAbsent(t, s, "ttl") // stays gone after the lazy deletion
 }
 
-func testTTLScan(t *testing.T, s engine.Store, clock *engine.FakeClock) {
+func testTTLScan(t *testing.T, s engine.Store, clock *enginetest.Clock) {
 	mustPut(t, s, "p/short", []byte("v:p/short"), TTL)
 	mustPut(t, s, "p/long", []byte("v:p/long"), 2*TTL)
 	mustPut(t, s, "p/forever", []byte("v:p/forever"), 0)
@@ -201,7 +202,7 @@ func testTTLScan(t *testing.T, s engine.Store, clock *engine.FakeClock) {
 	mustAbsent(t, s, "p/short")
 }
 
-func testTTLCompareAndSet(t *testing.T, s engine.Store, clock *engine.FakeClock) {
+func testTTLCompareAndSet(t *testing.T, s engine.Store, clock *enginetest.Clock) {
 	for _, k := range []string{"absent-required", "match-alive", "match-expired", "delete-expired"} {
 		mustPut(t, s, k, []byte("v"), TTL)
 	}
@@ -234,7 +235,7 @@ func testTTLCompareAndSet(t *testing.T, s engine.Store, clock *engine.FakeClock)
 	mustCAS(t, s, "cas-ttl", nil, []byte("again"), 0, true)
 }
 
-func testTTLReplacedByPut(t *testing.T, s engine.Store, clock *engine.FakeClock) {
+func testTTLReplacedByPut(t *testing.T, s engine.Store, clock *enginetest.Clock) {
 	mustPut(t, s, "k", []byte("v1"), TTL)
 	mustPut(t, s, "k", []byte("v2"), 0) // no expiry any more
 	mustPut(t, s, "k2", []byte("v1"), 0)
@@ -246,7 +247,7 @@ func testTTLReplacedByPut(t *testing.T, s engine.Store, clock *engine.FakeClock)
 	mustAbsent(t, s, "k2")
 }
 
-func testCompareAndSet(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testCompareAndSet(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	mustPut(t, s, "present", []byte("v"), 0)
 	mustPut(t, s, "empty", []byte{}, 0)
 	tests := []struct {
@@ -289,7 +290,7 @@ func testCompareAndSet(t *testing.T, s engine.Store, _ *engine.FakeClock) {
 
 // testCompareAndSetRace has 100 goroutines increment one counter through
 // CompareAndSet; exactly 100 swaps must succeed and the counter must read 100.
-func testCompareAndSetRace(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testCompareAndSetRace(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	const workers = 100
 	ctx := context.Background()
 	mustPut(t, s, "counter", []byte("0"), 0)
@@ -341,7 +342,7 @@ func testCompareAndSetRace(t *testing.T, s engine.Store, _ *engine.FakeClock) {
 	}
 }
 
-func testClose(t *testing.T, s engine.Store, _ *engine.FakeClock) {
+func testClose(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	mustPut(t, s, "k", []byte("v"), 0)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -428,7 +429,7 @@ func short(b []byte) string {
 // Redis server and key prefix); different names must not share data. name is
 // unique per scenario and safe as a file name and a key prefix. The suite
 // closes each store it opens.
-type Reopener func(t *testing.T, clock *engine.FakeClock, name string) engine.Store
+type Reopener func(t *testing.T, clock *enginetest.Clock, name string) engine.Store
 
 var reopenSeq atomic.Int64
 
@@ -439,7 +440,7 @@ func RunPersistence(t *testing.T, open Reopener) {
 	t.Helper()
 	t.Run("Reopen", func(t *testing.T) {
 		name := fmt.Sprintf("persist-%d-%d", time.Now().UnixNano(), reopenSeq.Add(1))
-		clock := engine.NewFakeClock(Epoch)
+		clock := enginetest.NewClock(Epoch)
 
 		first := open(t, clock, name)
 		t.Cleanup(func() { _ = first.Close() })
@@ -465,7 +466,7 @@ func RunPersistence(t *testing.T, open Reopener) {
 		mustCAS(t, s, "cas", []byte("v:cas"), []byte("v:cas2"), 0, true)
 	})
 	t.Run("Isolated", func(t *testing.T) {
-		clock := engine.NewFakeClock(Epoch)
+		clock := enginetest.NewClock(Epoch)
 		base := fmt.Sprintf("iso-%d-%d", time.Now().UnixNano(), reopenSeq.Add(1))
 		a := open(t, clock, base+"-a")
 		t.Cleanup(func() { _ = a.Close() })
