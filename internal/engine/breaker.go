@@ -222,11 +222,13 @@ func TripsBreaker(o Outcome) bool { return BreakerKind(o) != KindNone }
 // trips, and only when the outcome was not classified as an account-level
 // or local reason and not narrowed to a model or connection scope: 401,
 // 403, 429, client aborts (499), local errors, concurrency-limited 429s,
-// stream stalls and empty answers never trip. A provider rule widens that:
+// stream stalls, empty answers and cuts by the gateway's own timers
+// (local_timeout) never trip. A provider rule widens that:
 // a rule's explicit provider scope declares the failure provider-wide, so
 // whatever its status it trips (a 429 as KindRateLimit, a 408 as
 // KindTimeout, others as KindServerError), unless its reason is a local,
-// per-request one (bad request, not found, stall, empty answer).
+// per-request one (bad request, not found, stall, empty answer, local
+// timeout).
 func BreakerKind(o Outcome) FailureKind {
 	if o.Success {
 		return KindNone
@@ -234,7 +236,7 @@ func BreakerKind(o Outcome) FailureKind {
 	if explicitScope(o) && o.Scope == ScopeProvider {
 		switch o.Reason {
 		case ReasonNone, ReasonClientAbort, ReasonLocalError, ReasonBadRequest, ReasonNotFound,
-			ReasonStreamStall, ReasonEmptyResponse, ReasonToolLimit:
+			ReasonStreamStall, ReasonEmptyResponse, ReasonToolLimit, ReasonLocalTimeout:
 			return KindNone
 		}
 		switch {

@@ -121,6 +121,8 @@ type cooldownPolicy struct {
 	useHints       bool
 	disableCooling bool
 	stallCooldown  bool
+	// localTimeoutCooldown is local_timeout_cooldown.enabled.
+	localTimeoutCooldown bool
 }
 
 // cooldownEffect is what one failure did to a connection.
@@ -133,7 +135,8 @@ type cooldownEffect struct {
 
 // affectsConnection reports whether outcome o concerns the connection
 // cooldown layer at all. Successes, client aborts and local errors never
-// do. A stream stall is always recorded on its connection (§2). Otherwise
+// do. A stream stall and a local timeout are always recorded on their
+// connection (§2, §7), whether or not they cool it. Otherwise
 // the scope decides: a model-scoped outcome is the lockout layer's, a
 // provider-scoped one the breaker's, a connection-scoped one is ours; an
 // unscoped outcome is ours when its reason is account-level (not a
@@ -146,7 +149,7 @@ func affectsConnection(o Outcome) bool {
 	switch o.Reason {
 	case ReasonNone, ReasonClientAbort, ReasonLocalError:
 		return false
-	case ReasonStreamStall:
+	case ReasonStreamStall, ReasonLocalTimeout:
 		return true
 	}
 	switch o.Scope {
@@ -194,6 +197,8 @@ func isExpiringAuthFailure(o Outcome, p Profile) bool {
 //   - concurrency_limited cools for a flat concurrencyLimitedCooldown (or
 //     the upstream hint), backoff level unchanged;
 //   - a stream stall cools only with stream_stall_cooldown enabled;
+//   - a local timeout (the gateway's own timer cut the attempt) cools only
+//     with local_timeout_cooldown enabled;
 //   - everything else (including connection-scope quota_exhausted, which is
 //     never terminal) takes the backoff of backoffState.
 //
@@ -218,6 +223,8 @@ func nextConnState(st connState, o Outcome, pol cooldownPolicy, now time.Time) (
 	case o.Reason == ReasonExpired:
 		return st.terminate(TestStatusExpired, o, now)
 	case o.Reason == ReasonStreamStall && !pol.stallCooldown:
+		return st, cooldownEffect{}
+	case o.Reason == ReasonLocalTimeout && !pol.localTimeoutCooldown:
 		return st, cooldownEffect{}
 	case o.Reason == ReasonRequestRejected && !cooling:
 		cut := now.Add(-rejectionWindow)

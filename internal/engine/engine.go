@@ -724,10 +724,11 @@ func (e *Engine) pacingBound(ps *providerState, connection string, s *Settings) 
 // countsForWindowGate reports whether a failure counts toward the §1b
 // provider cooldown window: a retryable upstream failure that is not a
 // busy account (concurrency-limited), not narrowed to one model, not an
-// empty answer and not a terminal state of one key.
+// empty answer, not a cut by the gateway's own timer and not a terminal
+// state of one key.
 func countsForWindowGate(o Outcome) bool {
 	switch o.Reason {
-	case ReasonConcurrencyLimited, ReasonEmptyResponse, ReasonToolLimit:
+	case ReasonConcurrencyLimited, ReasonEmptyResponse, ReasonToolLimit, ReasonLocalTimeout:
 		return false
 	}
 	return o.Retryable && !o.Permanent && o.Scope != ScopeModel
@@ -755,6 +756,8 @@ func (e *Engine) cooldownPolicy(ps *providerState, connection string, s *Setting
 		useHints:       ps.useHints,
 		disableCooling: ps.disableCooling[connection],
 		stallCooldown:  s.StreamStallCooldown.Enabled,
+
+		localTimeoutCooldown: s.LocalTimeoutCooldown.Enabled,
 	}
 }
 

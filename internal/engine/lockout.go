@@ -190,7 +190,8 @@ func lockoutApplies(o Outcome, s *ModelLockoutSettings) bool {
 		return false
 	}
 	switch o.Reason {
-	case ReasonNone, ReasonClientAbort, ReasonLocalError, ReasonConcurrencyLimited, ReasonBanned, ReasonToolLimit:
+	case ReasonNone, ReasonClientAbort, ReasonLocalError, ReasonConcurrencyLimited, ReasonBanned, ReasonToolLimit,
+		ReasonLocalTimeout:
 		return false
 	case ReasonEmptyResponse:
 		return true

@@ -32,6 +32,10 @@ const (
 	// more tools than the model accepts (docs/resilience.md §14); see
 	// toollimit.go.
 	ReasonToolLimit Reason = "tool_limit"
+	// ReasonLocalTimeout is an attempt cut by one of the gateway's own
+	// timers (first byte, idle, execution budget, hard attempt deadline):
+	// docs/resilience.md §7; see LocalTimeoutOutcome.
+	ReasonLocalTimeout Reason = "local_timeout"
 )
 
 // Scope is how widely a failure is locked.

@@ -30,11 +30,17 @@ const (
 	maxSessionAffinityMS   = 24 * 60 * 60 * 1_000
 	minAttemptsPerRequest  = 1
 	maxAttemptsPerRequest  = 100
+	maxHardDeadlineMS      = 24 * 60 * 60 * 1_000
 	minStatusCode          = 100
 	maxStatusCode          = 599
 	settingsPatchMaxDepth  = 8
 	settingsPatchMaxLength = 1 << 20
 )
+
+// MaxConcurrency is the largest concurrency cap the settings accept
+// (concurrency.global; the configuration's provider and connection caps use
+// it too).
+const MaxConcurrency = 1_000_000
 
 // ErrInvalidSettings is wrapped by every error of ApplyPatch and Validate that
 // is the caller's fault (an HTTP 400), as opposed to a store failure.
@@ -49,10 +55,12 @@ type Settings struct {
 	ProviderCooldown           ProviderCooldownSettings  `json:"provider_cooldown"`
 	ConnectionCooldown         CooldownProfiles          `json:"connection_cooldown"`
 	StreamStallCooldown        ToggleSetting             `json:"stream_stall_cooldown"`
+	LocalTimeoutCooldown       ToggleSetting             `json:"local_timeout_cooldown"`
 	ModelLockout               ModelLockoutSettings      `json:"model_lockout"`
 	ComboCooldownWait          ComboCooldownWaitSettings `json:"combo_cooldown_wait"`
 	RequestQueue               RequestQueueSettings      `json:"request_queue"`
 	QuotaShareConcurrencyLimit ToggleSetting             `json:"quota_share_concurrency_limit"`
+	Concurrency                ConcurrencySettings       `json:"concurrency"`
 	StreamRecovery             StreamRecoverySettings    `json:"stream_recovery"`
 	SessionAffinityTTLMS       int64                     `json:"session_affinity_ttl_ms"`
 	MaxAttemptsPerRequest      int                       `json:"max_attempts_per_request"`
@@ -202,10 +210,22 @@ type RequestQueueSettings struct {
 	AutoEnableAPIKeyProviders bool  `json:"auto_enable_api_key_providers"`
 }
 
-// StreamRecoverySettings configures the stream watchdogs (§8, §9).
+// ConcurrencySettings are the gateway-wide level of the composite
+// concurrency gate (docs/resilience.md §5).
+type ConcurrencySettings struct {
+	// Global caps the requests in flight over every connection; 0 = no
+	// global gate.
+	Global int `json:"global"`
+}
+
+// StreamRecoverySettings configures the stream watchdogs (§8, §9) and the
+// hard attempt deadline (§7).
 type StreamRecoverySettings struct {
 	// ContentStallTimeoutMS is the content-stall budget; 0 = adaptive.
 	ContentStallTimeoutMS int64 `json:"content_stall_timeout_ms"`
+	// HardDeadlineMS ends one upstream attempt this long after it was sent,
+	// whatever its progress (streaming or not); 0 = off.
+	HardDeadlineMS int64 `json:"hard_deadline_ms"`
 	// CommitPoint names when a stream counts as committed to the client;
 	// "" leaves the stream relay's default.
 	CommitPoint        string                     `json:"commit_point"`
@@ -370,6 +390,8 @@ func (s Settings) Validate() error {
 	nonNeg("request_queue.max_wait_ms", s.RequestQueue.MaxWaitMS)
 	nonNeg("request_queue.execution_max_wait_ms", s.RequestQueue.ExecutionMaxWaitMS)
 	nonNeg("request_queue.max_queue_depth", int64(s.RequestQueue.MaxQueueDepth))
+	nonNeg("concurrency.global", int64(s.Concurrency.Global))
+	nonNeg("stream_recovery.hard_deadline_ms", s.StreamRecovery.HardDeadlineMS)
 	nonNeg("session_affinity_ttl_ms", s.SessionAffinityTTLMS)
 	nonNeg("max_attempts_per_request", int64(s.MaxAttemptsPerRequest))
 	if len(fe) == 0 {
@@ -393,6 +415,8 @@ func (s Settings) Validate() error {
 //     base_cooldown_ms;
 //   - combo cooldown wait: max_wait_ms ≤ 30000, max_attempts ≤ 10;
 //   - request queue: both budgets 1 ms..24 h, max_queue_depth 0..100000;
+//   - concurrency.global 0..1000000 (0 = off);
+//   - stream_recovery.hard_deadline_ms 0..24 h (0 = off);
 //   - throughput watchdog: warmup_ms ≥ 0, window_ms ≥ 1000,
 //     min_useful_bytes_per_second ≥ 1, min_useful_bytes ≥ 1;
 //   - content_stall_timeout_ms < 0 is ignored (0, adaptive);
@@ -436,8 +460,11 @@ func (s Settings) Normalize() Settings {
 	rq.ExecutionMaxWaitMS = clamp(rq.ExecutionMaxWaitMS, minQueueBudgetMS, maxQueueBudgetMS)
 	rq.MaxQueueDepth = clamp(rq.MaxQueueDepth, 0, maxQueueDepth)
 
+	s.Concurrency.Global = clamp(s.Concurrency.Global, 0, MaxConcurrency)
+
 	sr := &s.StreamRecovery
 	sr.ContentStallTimeoutMS = max(sr.ContentStallTimeoutMS, 0)
+	sr.HardDeadlineMS = clamp(sr.HardDeadlineMS, 0, maxHardDeadlineMS)
 	tw := &sr.ThroughputWatchdog
 	tw.WarmupMS = max(tw.WarmupMS, 0)
 	tw.WindowMS = max(tw.WindowMS, minWatchdogWindowMS)

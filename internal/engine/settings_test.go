@@ -33,6 +33,7 @@ const contractDefaults = `{
     "local":  {"base_ms": 2000, "max_backoff_level": 3}
   },
   "stream_stall_cooldown": {"enabled": false},
+  "local_timeout_cooldown": {"enabled": false},
   "model_lockout": {"enabled": false, "error_codes": [403, 404, 429, 502, 503, 504],
     "base_cooldown_ms": 120000, "max_cooldown_ms": 1800000,
     "max_backoff_steps": 10, "use_exponential_backoff": true},
@@ -40,8 +41,10 @@ const contractDefaults = `{
   "request_queue": {"max_wait_ms": 30000, "execution_max_wait_ms": 600000, "max_queue_depth": 0,
     "auto_enable_api_key_providers": true},
   "quota_share_concurrency_limit": {"enabled": true},
+  "concurrency": {"global": 0},
   "stream_recovery": {
     "content_stall_timeout_ms": 0,
+    "hard_deadline_ms": 0,
     "commit_point": "",
     "throughput_watchdog": {"enabled": false, "warmup_ms": 5000, "window_ms": 10000,
       "min_useful_bytes_per_second": 8, "min_useful_bytes": 64}

@@ -22,7 +22,8 @@ func benchManager() *Manager {
 	s.GlobalConcurrency = 1000
 	s.ProviderConcurrency = map[string]int{"p": 100}
 	spec := apikey("p", "c")
-	spec.MaxConcurrent = 10
+	spec.MaxConcurrent = 10           // quota-share slots
+	spec.Overrides.MaxConcurrent = 10 // account gate
 	spec.ModelConcurrency = map[string]int{"m": 5}
 	return NewManager(&stepClock{}, s, []ConnSpec{spec})
 }

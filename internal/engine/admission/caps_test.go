@@ -77,7 +77,7 @@ func TestGatesListsEveryLevel(t *testing.T) {
 	s.GlobalConcurrency = 8
 	s.ProviderConcurrency = map[string]int{"p": 4}
 	a := apikey("p", "a")
-	a.MaxConcurrent = 2
+	a.Overrides.MaxConcurrent = 2
 	a.ModelConcurrency = map[string]int{"m1": 1}
 	m, _ := newManager(s, a)
 	tk := mustAcquire(t, m, "p", "a", "m1")

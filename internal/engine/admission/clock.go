@@ -35,3 +35,20 @@ type systemTimer struct{ t *time.Timer }
 
 func (s systemTimer) C() <-chan time.Time { return s.t.C }
 func (s systemTimer) Stop() bool          { return s.t.Stop() }
+
+// Reset re-arms the timer to fire after d, as time.Timer.Reset does (no
+// stale value is left in C). A caller that re-arms one timer often (the
+// stream relay, once per event) uses it through ResetTimer to allocate
+// nothing.
+func (s systemTimer) Reset(d time.Duration) bool { return s.t.Reset(d) }
+
+// ResetTimer re-arms t to fire after d when t can be re-armed in place (a
+// SystemClock timer) and reports whether it was; otherwise the caller makes
+// a new timer of its clock.
+func ResetTimer(t Timer, d time.Duration) bool {
+	r, ok := t.(interface{ Reset(time.Duration) bool })
+	if ok {
+		r.Reset(d)
+	}
+	return ok
+}

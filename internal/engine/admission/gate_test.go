@@ -28,7 +28,7 @@ func TestCompositeGateAllOrNothing(t *testing.T) {
 		s := gateSettings()
 		s.GlobalConcurrency = 2
 		a := apikey("p", "a")
-		a.MaxConcurrent = 1
+		a.Overrides.MaxConcurrent = 1
 		m, _ := newManager(s, a, apikey("p", "b"))
 		ca := m.lookup("p", "a")
 
@@ -111,7 +111,7 @@ func TestSemaphoreTimeoutAndQueueFull(t *testing.T) {
 		s := gateSettings()
 		s.SemaphoreQueueLimit = 1
 		a := apikey("p", "a")
-		a.MaxConcurrent = 1
+		a.Overrides.MaxConcurrent = 1
 		m, clk := newManager(s, a)
 		holder := mustAcquire(t, m, "p", "a", "")
 		waiter := acquireAsync(context.Background(), m, "p", "a", "")
@@ -146,7 +146,7 @@ func TestGateFailureReleasesLimiterSlot(t *testing.T) {
 		s := DefaultSettings()
 		s.Defaults.MinSpacing = 0
 		a := apikey("p", "a")
-		a.MaxConcurrent = 1
+		a.Overrides.MaxConcurrent = 1
 		m, clk := newManager(s, a)
 		holder := mustAcquire(t, m, "p", "a", "")
 		ctx, cancel := context.WithCancel(context.Background())
@@ -189,9 +189,9 @@ func TestCompositeGateStress(t *testing.T) {
 	s.GlobalConcurrency = 6
 	s.ProviderConcurrency = map[string]int{"p1": 4, "p2": 5}
 	specs := []ConnSpec{
-		{Provider: "p1", Connection: "a", Profile: "apikey", MaxConcurrent: 2, ModelConcurrency: map[string]int{"m": 1}},
-		{Provider: "p1", Connection: "b", Profile: "oauth", MaxConcurrent: 3},
-		{Provider: "p2", Connection: "c", Profile: "apikey", MaxConcurrent: 2},
+		{Provider: "p1", Connection: "a", Profile: "apikey", Overrides: Overrides{MaxConcurrent: 2}, ModelConcurrency: map[string]int{"m": 1}},
+		{Provider: "p1", Connection: "b", Profile: "oauth", Overrides: Overrides{MaxConcurrent: 3}, MaxConcurrent: 2},
+		{Provider: "p2", Connection: "c", Profile: "apikey", Overrides: Overrides{MaxConcurrent: 2}},
 		{Provider: "p2", Connection: "d", Profile: "local", ModelConcurrency: map[string]int{"m": 2}},
 	}
 	m := NewManager(SystemClock(), s, specs)
@@ -291,11 +291,9 @@ func TestCompositeGateStress(t *testing.T) {
 			t.Errorf("%s/%s limiter running %d queued %d", sp.Provider, sp.Connection, c.lim.running, c.queued)
 		}
 		c.mu.Unlock()
-		c.qs.mu.Lock()
-		if c.qsCounter.held != 0 || c.qsCounter.waiting != 0 || c.qs.head != nil {
-			t.Errorf("%s/%s quota-share held %d waiting %d", sp.Provider, sp.Connection, c.qsCounter.held, c.qsCounter.waiting)
+		if _, held, waiting := c.share.counts(); held != 0 || waiting != 0 || len(c.share.ring) != 0 {
+			t.Errorf("%s/%s quota-share held %d waiting %d", sp.Provider, sp.Connection, held, waiting)
 		}
-		c.qs.mu.Unlock()
 	}
 	held, waiting := gateCounts(m, all...)
 	for i := range all {
@@ -311,4 +309,26 @@ func TestCompositeGateStress(t *testing.T) {
 			t.Errorf("%s/%s running %d queued %d", st.Provider, st.Connection, st.Running, st.Queued)
 		}
 	}
+}
+
+// TestMaxQueueDepthBoundsGateWaiters: a connection's max_queue_depth also
+// bounds the requests waiting on its gates, so SEMAPHORE_QUEUE_FULL comes
+// at that depth on any profile.
+func TestMaxQueueDepthBoundsGateWaiters(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := oauth("p", "c")
+		spec.Overrides = Overrides{MaxConcurrent: 1, MaxQueueDepth: 2}
+		m, clk := newManager(gateSettings(), spec)
+		holder := mustAcquire(t, m, "p", "c", "")
+		w1 := acquireAsync(context.Background(), m, "p", "c", "")
+		w2 := acquireAsync(context.Background(), m, "p", "c", "")
+		synctest.Wait()
+		_, err := m.Acquire(context.Background(), "p", "c", "")
+		wantCode(t, err, CodeSemaphoreQueueFull, http.StatusTooManyRequests)
+		clk.Advance(DefaultMaxWait)
+		for _, w := range []<-chan result{w1, w2} {
+			wantCode(t, (<-w).err, CodeSemaphoreTimeout, http.StatusServiceUnavailable)
+		}
+		holder.Release()
+	})
 }

@@ -1,9 +1,11 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,7 +25,7 @@ type connConfig struct {
 	budgets   Resolved
 	gates     gateSet                 // global, provider and account levels
 	models    map[string]*gateCounter // model level, positive caps only
-	qs        *gateCounter            // nil = no quota-share semaphore
+	qs        bool                    // the quota-share semaphore is on
 	qsWait    time.Duration
 	semLimit  int
 	// maxConcurrent is the connection's max_concurrent (≤ 0 = unlimited).
@@ -47,8 +49,7 @@ type conn struct {
 	qhead, qtail *queueWaiter
 	queued       int
 
-	qs        semGroup
-	qsCounter gateCounter // guarded by qs.mu
+	share shareSem // the quota-share semaphore
 
 	inflight atomic.Int64
 	stats    connCounters
@@ -247,8 +248,9 @@ func (m *Manager) rebuildLocked(c *conn) {
 	if cfg.semLimit <= 0 {
 		cfg.semLimit = DefaultSemaphoreQueueLimit
 	}
-	if cfg.qsWait == 0 {
-		cfg.qsWait = DefaultQuotaShareWait
+	if d := cfg.budgets.MaxQueueDepth; d > 0 {
+		// max_queue_depth bounds the connection's waiters at every stage.
+		cfg.semLimit = min(cfg.semLimit, d)
 	}
 	pc := m.providers[c.provider]
 	if pc == nil {
@@ -272,7 +274,7 @@ func (m *Manager) rebuildLocked(c *conn) {
 	m.gates.update(func() {
 		m.global.cap = max(s.GlobalConcurrency, 0)
 		pc.cap = max(s.ProviderConcurrency[c.provider], 0)
-		c.account.cap = max(spec.MaxConcurrent, 0)
+		c.account.cap = max(spec.Overrides.MaxConcurrent, 0)
 		for model, n := range c.models {
 			n.cap = max(spec.ModelConcurrency[model], 0)
 		}
@@ -289,9 +291,9 @@ func (m *Manager) rebuildLocked(c *conn) {
 	qsCap := 0
 	if s.QuotaShareEnabled && spec.MaxConcurrent > 0 {
 		qsCap = spec.MaxConcurrent
-		cfg.qs = &c.qsCounter
+		cfg.qs = true
 	}
-	c.qs.update(func() { c.qsCounter.cap = qsCap })
+	c.share.setCap(qsCap)
 	c.cfg.Store(cfg)
 	c.mu.Lock()
 	c.wakeAllLocked()
@@ -334,23 +336,33 @@ func (m *Manager) queueFullLocked(c *conn, cfg *connConfig, now time.Time) *Erro
 	return e
 }
 
-// Acquire admits one request for model on provider/connection. It takes, in
-// order: the connection's limiter queue when the connection is Protected
-// (max_queue_depth → 429 RATE_LIMIT_QUEUE_FULL at once; max_wait_ms → 429
-// RATE_LIMIT_QUEUE_TIMEOUT; a limiter pause ending after the request's queue
-// budget → RATE_LIMIT_QUEUE_TIMEOUT at once), then the composite gate
-// global → provider → account → model all-or-nothing (503
+// Acquire is AcquireFor with no client key.
+func (m *Manager) Acquire(ctx context.Context, provider, connection, model string) (*Ticket, error) {
+	return m.AcquireFor(ctx, provider, connection, model, "")
+}
+
+// AcquireFor admits one request of client key client for model on
+// provider/connection. It takes, in order: the connection's limiter queue
+// when the connection is Protected (max_queue_depth → 429
+// RATE_LIMIT_QUEUE_FULL at once; max_wait_ms → 429
+// RATE_LIMIT_QUEUE_TIMEOUT; a limiter pause ending after the request's
+// queue budget → RATE_LIMIT_QUEUE_TIMEOUT at once), then the composite
+// gate global → provider → account → model all-or-nothing (503
 // SEMAPHORE_TIMEOUT when the queue-wait budget runs out, 429
 // SEMAPHORE_QUEUE_FULL when a full gate already has SemaphoreQueueLimit
-// waiters), then the quota-share semaphore, which fails open. The queue-wait
-// budget max_wait_ms covers the limiter and gate waits together and ends
-// when Acquire returns: no timer outlives it.
+// waiters), then the quota-share semaphore of a connection with a
+// max_concurrent, which fails open: the request waits for a slot up to
+// its queue budget (QuotaShareWait), slots going to the waiting client
+// keys in turn, and then proceeds without one (counted in
+// ConnStats.QuotaShareFailOpen). The queue-wait budget max_wait_ms covers
+// the three waits together and ends when AcquireFor returns: no timer
+// outlives it.
 //
 // On success the caller must call Ticket.Release exactly once when the
 // request ends. On error nothing is held: every error is an *Error, a
 // wrapped ctx.Err() when ctx ends first, or a wrapped ErrUnknownConnection.
 // None of them is upstream health.
-func (m *Manager) Acquire(ctx context.Context, provider, connection, model string) (*Ticket, error) {
+func (m *Manager) AcquireFor(ctx context.Context, provider, connection, model, client string) (*Ticket, error) {
 	c := m.lookup(provider, connection)
 	if c == nil {
 		return nil, fmt.Errorf("admission of %s/%s: %w", provider, connection, ErrUnknownConnection)
@@ -392,8 +404,8 @@ func (m *Manager) Acquire(ctx context.Context, provider, connection, model strin
 		}
 		t.gates, waited = held, waited || w
 	}
-	if cfg.qs != nil {
-		if err := m.enterQuotaShare(ctx, t, cfg, start, deadline, waited); err != nil {
+	if cfg.qs {
+		if err := m.enterQuotaShare(ctx, t, cfg, start, deadline, waited, client); err != nil {
 			t.leaveGates()
 			t.leaveLimiter()
 			return nil, m.reject(c, err)
@@ -411,26 +423,27 @@ func (m *Manager) Acquire(ctx context.Context, provider, connection, model strin
 	return t, nil
 }
 
-// enterQuotaShare takes the qsconn:<id> slot or fails open: on saturation
-// (a full wait list) or after QuotaShareWait (bounded by the queue budget)
-// the request proceeds without a slot. Only ctx ending is an error.
-func (m *Manager) enterQuotaShare(ctx context.Context, t *Ticket, cfg *connConfig, start, deadline time.Time, waited bool) error {
+// enterQuotaShare takes a slot of the connection's quota-share semaphore
+// for a request of client, or fails open: on saturation (a full wait list)
+// or when its wait ends (QuotaShareWait, at most the queue budget) the
+// request proceeds without a slot. Only ctx ending is an error.
+func (m *Manager) enterQuotaShare(ctx context.Context, t *Ticket, cfg *connConfig, start, deadline time.Time, waited bool, client string) error {
 	c := t.c
 	now := start
 	if waited {
 		now = m.clock.Now()
 	}
-	qsDeadline := now
-	if cfg.qsWait > 0 {
+	qsDeadline := deadline
+	switch {
+	case cfg.qsWait < 0:
+		qsDeadline = now
+	case cfg.qsWait > 0 && now.Add(cfg.qsWait).Before(deadline):
 		qsDeadline = now.Add(cfg.qsWait)
-		if deadline.Before(qsDeadline) {
-			qsDeadline = deadline
-		}
 	}
-	held, _, err := c.qs.acquire(ctx, m.clock, now, qsDeadline, gateSet{cfg.qs}, cfg.semLimit, c)
+	held, err := c.share.acquire(ctx, m.clock, now, qsDeadline, client, cfg.semLimit)
 	switch err {
 	case nil:
-		t.qs = held[0]
+		t.qs = held
 		return nil
 	case errGateFull, errGateTimeout:
 		c.stats.quotaShareFailOpen.Add(1)
@@ -625,13 +638,70 @@ func (m *Manager) PickQuotaShare(provider string, connections []string) string {
 	if len(connections) == 0 {
 		return ""
 	}
-	cands := make([]QuotaShareCandidate, len(connections))
+	cands, _ := m.shareCandidates(provider, connections)
+	return connections[m.quotaSharePool(provider).Pick(cands)]
+}
+
+// OrderQuotaShare is the quota-share target selection of
+// docs/resilience.md §5 for the connections (ids of provider) one target
+// may use: it returns the order to try them in — first the connection
+// PickQuotaShare picks (deficit round robin over the pool, power of two
+// choices on free slots), then the others with free slots by load, then
+// the full ones, de-prioritised but never dropped — or nil (keep the
+// configured order) when quota-share is off, there are fewer than two
+// connections, or none of them has a max_concurrent.
+func (m *Manager) OrderQuotaShare(provider string, connections []string) []int {
+	if len(connections) < 2 {
+		return nil
+	}
+	cands, shared := m.shareCandidates(provider, connections)
+	if !shared {
+		return nil
+	}
+	first := m.quotaSharePool(provider).Pick(cands)
+	order := make([]int, 0, len(cands))
+	order = append(order, first)
+	for i := range cands {
+		if i != first {
+			order = append(order, i)
+		}
+	}
+	rest := order[1:]
+	slices.SortStableFunc(rest, func(a, b int) int {
+		ca, cb := cands[a], cands[b]
+		if fa, fb := ca.Full(), cb.Full(); fa != fb {
+			if fa {
+				return 1
+			}
+			return -1
+		}
+		return cmp.Compare(ca.load(), cb.load())
+	})
+	return order
+}
+
+// QuotaShared reports whether provider/connection has a quota-share
+// semaphore (quota-share on and a max_concurrent). It is cheap: no lock,
+// no allocation.
+func (m *Manager) QuotaShared(provider, connection string) bool {
+	c := m.lookup(provider, connection)
+	return c != nil && c.cfg.Load().qs
+}
+
+// shareCandidates describes connections for the quota-share selection:
+// in-flight requests and quota-share slots of each (unknown connections
+// count as idle and unlimited). shared reports that at least one has
+// quota-share slots.
+func (m *Manager) shareCandidates(provider string, connections []string) (cands []QuotaShareCandidate, shared bool) {
+	cands = make([]QuotaShareCandidate, len(connections))
 	for i, id := range connections {
 		cands[i] = QuotaShareCandidate{Connection: id}
 		if c := m.lookup(provider, id); c != nil {
+			cfg := c.cfg.Load()
 			cands[i].InFlight = int(c.inflight.Load())
-			cands[i].MaxConcurrent = c.cfg.Load().maxConcurrent
+			cands[i].MaxConcurrent = cfg.maxConcurrent
+			shared = shared || cfg.qs
 		}
 	}
-	return connections[m.quotaSharePool(provider).Pick(cands)]
+	return cands, shared
 }

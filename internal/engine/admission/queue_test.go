@@ -260,7 +260,7 @@ func TestReleaseIsIdempotent(t *testing.T) {
 	s := DefaultSettings()
 	s.GlobalConcurrency = 1
 	spec := apikey("p", "c")
-	spec.MaxConcurrent = 1
+	spec.Overrides.MaxConcurrent = 1
 	m, clk := newManager(s, spec)
 	tk := mustAcquire(t, m, "p", "c", "")
 	tk.Release()

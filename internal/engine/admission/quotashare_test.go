@@ -2,8 +2,11 @@ package admission
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"testing/synctest"
+	"time"
 )
 
 func TestPickQuotaShareDeprioritisesFull(t *testing.T) {
@@ -111,10 +114,10 @@ func TestQuotaShareSlotAndToggle(t *testing.T) {
 	tk.Release()
 }
 
-// TestQuotaShareFailsOpen: a saturated qsconn semaphore lets the request
-// proceed without a slot after QuotaShareWait, or at once with a negative
-// wait, instead of refusing it. The account gate normally keeps the
-// semaphore from saturating, so the test fills it directly.
+// TestQuotaShareFailsOpen: with its slots taken, a request waits for one
+// up to its queue budget (max_wait_ms) and then proceeds without one,
+// counted (docs/resilience.md §5); QuotaShareWait shortens the wait, a
+// negative one fails open at once. max_concurrent never refuses.
 func TestQuotaShareFailsOpen(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		s := DefaultSettings()
@@ -123,20 +126,36 @@ func TestQuotaShareFailsOpen(t *testing.T) {
 		m, clk := newManager(s, spec)
 		var failOpen int
 		m.SetObserver(Observer{OnQuotaShareFailOpen: func(string, string) { failOpen++ }})
-		c := m.lookup("p", "c")
-		c.qs.mu.Lock()
-		c.qsCounter.held = 1 // saturated by a request of another path
-		c.qs.mu.Unlock()
+		holder := mustAcquire(t, m, "p", "c", "")
+		if !holder.QuotaShareSlot() {
+			t.Fatal("the first request got no slot")
+		}
 
 		r := acquireAsync(context.Background(), m, "p", "c", "")
 		synctest.Wait()
-		pending(t, r, "request inside QuotaShareWait")
-		clk.Advance(DefaultQuotaShareWait)
+		if st := statsOf(t, m, "p", "c"); st.Queued != 1 || st.QuotaShareSlots != 1 || st.QuotaShareHeld != 1 {
+			t.Fatalf("stats while waiting: %+v", st)
+		}
+		clk.Advance(DefaultMaxWait - time.Millisecond)
+		synctest.Wait()
+		pending(t, r, "request inside its queue budget")
+		clk.Advance(time.Millisecond)
 		res := <-r
 		if res.err != nil || res.tk.QuotaShareSlot() {
 			t.Fatalf("err %v slot %v, want to proceed without a slot", res.err, res.tk != nil && res.tk.QuotaShareSlot())
 		}
 		res.tk.Release()
+
+		s.QuotaShareWait = time.Second
+		m.UpdateSettings(s)
+		r = acquireAsync(context.Background(), m, "p", "c", "")
+		synctest.Wait()
+		clk.Advance(time.Second)
+		if res := <-r; res.err != nil || res.tk.QuotaShareSlot() {
+			t.Fatalf("QuotaShareWait 1 s: err %v", res.err)
+		} else {
+			res.tk.Release()
+		}
 
 		s.QuotaShareWait = -1
 		m.UpdateSettings(s)
@@ -145,14 +164,165 @@ func TestQuotaShareFailsOpen(t *testing.T) {
 			t.Error("got a slot from a full semaphore")
 		}
 		tk.Release()
-		if failOpen != 2 || statsOf(t, m, "p", "c").QuotaShareFailOpen != 2 {
+		if failOpen != 3 || statsOf(t, m, "p", "c").QuotaShareFailOpen != 3 {
 			t.Errorf("fail-open count = %d / %d", failOpen, statsOf(t, m, "p", "c").QuotaShareFailOpen)
 		}
-		c.qs.mu.Lock()
-		held := c.qsCounter.held
-		c.qs.mu.Unlock()
-		if held != 1 {
-			t.Errorf("qs held = %d, want only the outside holder", held)
+		holder.Release()
+		if st := statsOf(t, m, "p", "c"); st.QuotaShareHeld != 0 || st.Rejections != 0 {
+			t.Errorf("after release: %+v", st)
 		}
 	})
+}
+
+// TestQuotaShareWaiterGetsTheFreedSlot: a waiter is granted the slot a
+// finished request frees, on any profile, without a gate.
+func TestQuotaShareWaiterGetsTheFreedSlot(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := apikey("p", "c") // protected by auto-enable: limiter first, then quota-share
+		spec.MaxConcurrent = 2
+		s := DefaultSettings()
+		s.Defaults.MinSpacing = 0
+		m, _ := newManager(s, spec)
+		a, b := mustAcquire(t, m, "p", "c", ""), mustAcquire(t, m, "p", "c", "")
+		r := acquireAsync(context.Background(), m, "p", "c", "")
+		synctest.Wait()
+		pending(t, r, "third request on 2 slots")
+		a.Release()
+		res := <-r
+		if res.err != nil || !res.tk.QuotaShareSlot() {
+			t.Fatalf("err %v slot %v", res.err, res.tk.QuotaShareSlot())
+		}
+		if len(m.Gates()) != 0 {
+			t.Fatalf("max_concurrent made a gate: %+v", m.Gates())
+		}
+		b.Release()
+		res.tk.Release()
+	})
+}
+
+// TestQuotaShareRoundRobinAcrossClientKeys: freed slots go to the waiting
+// client keys in turn, not in arrival order: key A queued three requests
+// before B and C queued theirs, and the grants go A, B, C, A, B, A.
+// Within every round each waiting key is served once (±1).
+func TestQuotaShareRoundRobinAcrossClientKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		spec := oauth("p", "c")
+		spec.MaxConcurrent = 1
+		m, _ := newManager(DefaultSettings(), spec)
+		holder := mustAcquire(t, m, "p", "c", "")
+		type grant struct {
+			key string
+			tk  *Ticket
+		}
+		grants := make(chan grant, 8)
+		for _, key := range []string{"A", "A", "A", "B", "B", "C"} {
+			go func() {
+				tk, err := m.AcquireFor(context.Background(), "p", "c", "", key)
+				if err != nil {
+					t.Error(err)
+				}
+				grants <- grant{key, tk}
+			}()
+			synctest.Wait() // queued in this order
+		}
+		holder.Release()
+		var order []string
+		for range 6 {
+			g := <-grants
+			if !g.tk.QuotaShareSlot() {
+				t.Fatalf("%s proceeded without a slot", g.key)
+			}
+			order = append(order, g.key)
+			g.tk.Release()
+		}
+		if got := strings.Join(order, ""); got != "ABCABA" {
+			t.Fatalf("grant order %s, want ABCABA", got)
+		}
+	})
+}
+
+// TestQuotaShareToggleLetsWaitersGo: switching quota-share off releases
+// the waiters without a slot; that is not a fail-open.
+func TestQuotaShareToggleLetsWaitersGo(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := DefaultSettings()
+		spec := oauth("p", "c")
+		spec.MaxConcurrent = 1
+		m, _ := newManager(s, spec)
+		holder := mustAcquire(t, m, "p", "c", "")
+		r := acquireAsync(context.Background(), m, "p", "c", "")
+		synctest.Wait()
+		s.QuotaShareEnabled = false
+		m.UpdateSettings(s)
+		res := <-r
+		if res.err != nil || res.tk.QuotaShareSlot() || statsOf(t, m, "p", "c").QuotaShareFailOpen != 0 {
+			t.Fatalf("err %v, stats %+v", res.err, statsOf(t, m, "p", "c"))
+		}
+		res.tk.Release()
+		holder.Release()
+		if st := statsOf(t, m, "p", "c"); st.QuotaShareHeld != 0 || st.QuotaShareSlots != 0 {
+			t.Fatalf("stats %+v", st)
+		}
+	})
+}
+
+// TestOverridesCapIsTheAccountGate: rate_limit_overrides.max_concurrent is
+// the account level of the composite gate on every profile, unprotected
+// oauth connections included: excess requests wait, then get the typed
+// errors; the limiter's own concurrency is not changed by it.
+func TestOverridesCapIsTheAccountGate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := DefaultSettings()
+		s.SemaphoreQueueLimit = 1
+		spec := oauth("p", "c")
+		spec.Overrides.MaxConcurrent = 1
+		m, clk := newManager(s, spec, func() ConnSpec { a := apikey("p", "k"); a.Overrides.MaxConcurrent = 30; return a }())
+		holder := mustAcquire(t, m, "p", "c", "")
+		waiter := acquireAsync(context.Background(), m, "p", "c", "")
+		synctest.Wait()
+		_, err := m.Acquire(context.Background(), "p", "c", "")
+		wantCode(t, err, CodeSemaphoreQueueFull, http.StatusTooManyRequests)
+		clk.Advance(DefaultMaxWait)
+		wantCode(t, (<-waiter).err, CodeSemaphoreTimeout, http.StatusServiceUnavailable)
+		holder.Release()
+		if got := m.lookup("p", "k").cfg.Load().limiter.MaxConcurrent; got != DefaultLimiterConcurrency {
+			t.Fatalf("the limiter's concurrency became %d", got)
+		}
+	})
+}
+
+// TestOrderQuotaShare: among a target's connections the free one goes
+// first, a full one last — never dropped; without quota-share slots the
+// configured order stays.
+func TestOrderQuotaShare(t *testing.T) {
+	s := DefaultSettings()
+	specs := []ConnSpec{oauth("p", "a"), oauth("p", "b"), oauth("p", "c"), oauth("q", "x"), oauth("q", "y")}
+	for i := range 3 {
+		specs[i].MaxConcurrent = 1
+	}
+	m, _ := newManager(s, specs...)
+	a := mustAcquire(t, m, "p", "a", "") // a is full
+	defer a.Release()
+	for range 50 {
+		order := m.OrderQuotaShare("p", []string{"a", "b", "c"})
+		if len(order) != 3 || order[2] != 0 || order[0] == 0 {
+			t.Fatalf("order %v: the full connection a must come last, never dropped", order)
+		}
+	}
+	// Deficit round robin spreads the picks over b and c.
+	picks := map[int]int{}
+	for range 100 {
+		picks[m.OrderQuotaShare("p", []string{"a", "b", "c"})[0]]++
+	}
+	if picks[1] != 50 || picks[2] != 50 {
+		t.Fatalf("first picks %v, want b and c 50 each", picks)
+	}
+	if order := m.OrderQuotaShare("q", []string{"x", "y"}); order != nil {
+		t.Fatalf("connections without max_concurrent reordered: %v", order)
+	}
+	s.QuotaShareEnabled = false
+	m.UpdateSettings(s)
+	if order := m.OrderQuotaShare("p", []string{"a", "b", "c"}); order != nil {
+		t.Fatalf("quota-share off reordered: %v", order)
+	}
 }

@@ -19,9 +19,6 @@ const (
 	// DefaultSemaphoreQueueLimit bounds the requests waiting on one full
 	// gate of the composite concurrency gate.
 	DefaultSemaphoreQueueLimit = 1000
-	// DefaultQuotaShareWait is how long a request waits for a quota-share
-	// slot before it proceeds without one (fails open).
-	DefaultQuotaShareWait = time.Second
 )
 
 // LimiterConfig is the request-queue limiter of one connection.
@@ -62,11 +59,14 @@ type Settings struct {
 	// QuotaShareEnabled is quota_share_concurrency_limit.enabled.
 	QuotaShareEnabled bool
 	// QuotaShareWait is how long a request waits for its quota-share slot
-	// before failing open (bounded by its remaining queue budget);
-	// 0 = DefaultQuotaShareWait, negative = fail open at once.
+	// before failing open: 0 = its whole remaining queue budget
+	// (docs/resilience.md §5), positive = that long (bounded by the
+	// queue budget), negative = fail open at once.
 	QuotaShareWait time.Duration
-	// SemaphoreQueueLimit bounds the waiters of each full gate;
-	// ≤ 0 = DefaultSemaphoreQueueLimit.
+	// SemaphoreQueueLimit bounds the waiters of each full gate and of a
+	// quota-share semaphore; ≤ 0 = DefaultSemaphoreQueueLimit. A
+	// connection's max_queue_depth, when set, lowers it for that
+	// connection.
 	SemaphoreQueueLimit int
 	// Defaults is the limiter of every connection before its overrides.
 	Defaults LimiterConfig
@@ -76,14 +76,14 @@ type Settings struct {
 }
 
 // DefaultSettings returns the defaults of docs/resilience.md §5 and §7:
-// auto-enable and quota-share on, 100 requests/min, 200 ms spacing,
-// 10 concurrent, unbounded queue, 30 s queue budget, 600 s execution budget,
-// global concurrency off.
+// auto-enable and quota-share on (a quota-share slot waited for up to the
+// queue budget), 100 requests/min, 200 ms spacing, 10 concurrent,
+// unbounded queue, 30 s queue budget, 600 s execution budget, global
+// concurrency off.
 func DefaultSettings() Settings {
 	return Settings{
 		AutoEnableAPIKey:    true,
 		QuotaShareEnabled:   true,
-		QuotaShareWait:      DefaultQuotaShareWait,
 		SemaphoreQueueLimit: DefaultSemaphoreQueueLimit,
 		Defaults: LimiterConfig{
 			RequestsPerMinute: DefaultRequestsPerMinute,
@@ -135,9 +135,10 @@ type ConnSpec struct {
 	// only when the connection is first registered: afterwards only
 	// SetProtection changes it (see UpdateConnection).
 	RateLimitProtection bool
-	// MaxConcurrent is max_concurrent, the account's real concurrency: it
-	// caps the account level of the composite gate and sizes the
-	// quota-share semaphore. ≤ 0 = unlimited (no gate).
+	// MaxConcurrent is the connection's max_concurrent, the account's real
+	// concurrency when several client keys share it: it sizes only the
+	// fail-open quota-share semaphore (docs/resilience.md §5). ≤ 0 = no
+	// semaphore. The account gate's cap is Overrides.MaxConcurrent.
 	MaxConcurrent int
 	// ModelConcurrency is rate_limit_overrides.model_concurrency: a
 	// positive cap per exact model id (after routing).
@@ -156,8 +157,11 @@ type Overrides struct {
 	// MaxQueueDepth overrides max_queue_depth; negative = explicitly
 	// unbounded.
 	MaxQueueDepth int
-	// MaxConcurrent is rate_limit_overrides.max_concurrent: the limiter's
-	// concurrency (default 10), not the account gate.
+	// MaxConcurrent is rate_limit_overrides.max_concurrent: the account
+	// level of the composite concurrency gate, on every profile (excess
+	// requests queue, then SEMAPHORE_TIMEOUT / SEMAPHORE_QUEUE_FULL).
+	// ≤ 0 = no account gate. It does not change the limiter's
+	// concurrency.
 	MaxConcurrent int
 	// RequestsPerMinute overrides the limiter's reservoir.
 	RequestsPerMinute int
@@ -198,9 +202,6 @@ func (s *Settings) limiter(o Overrides) LimiterConfig {
 	}
 	if o.MinSpacing > 0 {
 		l.MinSpacing = o.MinSpacing
-	}
-	if o.MaxConcurrent > 0 {
-		l.MaxConcurrent = o.MaxConcurrent
 	}
 	return l
 }

@@ -29,6 +29,11 @@ type ConnStats struct {
 	// error code (CodeCanceled for client cancellations).
 	Rejections       int64            `json:"rejections"`
 	RejectionsByCode map[string]int64 `json:"rejections_by_code,omitempty"`
+	// QuotaShareSlots is the size of the quota-share semaphore
+	// (max_concurrent with quota-share on; 0 = none) and QuotaShareHeld
+	// the slots held now.
+	QuotaShareSlots int `json:"quota_share_slots"`
+	QuotaShareHeld  int `json:"quota_share_held"`
 	// QuotaShareFailOpen counts requests that proceeded without a
 	// quota-share slot.
 	QuotaShareFailOpen int64 `json:"quota_share_fail_open"`
@@ -81,9 +86,9 @@ func (m *Manager) Snapshot() []ConnStats {
 			s.PausedUntil = c.lim.pausedUntil
 		}
 		c.mu.Unlock()
-		c.qs.mu.Lock()
-		s.Queued += c.qsCounter.waiting
-		c.qs.mu.Unlock()
+		var qsWaiting int
+		s.QuotaShareSlots, s.QuotaShareHeld, qsWaiting = c.share.counts()
+		s.Queued += qsWaiting
 		for code, n := range map[string]int64{
 			CodeQueueFull:          c.stats.queueFull.Load(),
 			CodeQueueTimeout:       c.stats.queueTimeout.Load(),

@@ -13,7 +13,7 @@ type Ticket struct {
 	m           *Manager
 	c           *conn
 	gates       gateSet
-	qs          *gateCounter
+	qs          bool // holds a quota-share slot
 	execMaxWait time.Duration
 	queueWait   time.Duration
 	limiter     bool
@@ -21,21 +21,22 @@ type Ticket struct {
 }
 
 // Release returns everything the ticket holds and wakes the requests
-// waiting for it. Only the first call has an effect; a nil Ticket is a
+// waiting for it; OnReleased is reported before any of them starts. Only the first call has an effect; a nil Ticket is a
 // no-op.
 func (t *Ticket) Release() {
 	if t == nil || !t.released.CompareAndSwap(false, true) {
 		return
 	}
-	if t.qs != nil {
-		t.c.qs.release(gateSet{t.qs})
-	}
-	t.leaveGates()
-	t.leaveLimiter()
+	// The request is gone (and reported) before a waiter it frees starts.
 	running := t.c.inflight.Add(-1)
 	if o := t.m.obs.Load(); o != nil && o.OnReleased != nil {
 		o.OnReleased(t.c.provider, t.c.id, int(running))
 	}
+	if t.qs {
+		t.c.share.release()
+	}
+	t.leaveGates()
+	t.leaveLimiter()
 }
 
 // leaveGates returns the composite gate permits.
@@ -73,7 +74,7 @@ func (t *Ticket) QueueWait() time.Duration { return t.queueWait }
 
 // QuotaShareSlot reports whether the request holds a quota-share slot;
 // false when the connection has none or the semaphore failed open.
-func (t *Ticket) QuotaShareSlot() bool { return t.qs != nil }
+func (t *Ticket) QuotaShareSlot() bool { return t.qs }
 
 // Provider returns the ticket's provider.
 func (t *Ticket) Provider() string { return t.c.provider }

@@ -28,7 +28,7 @@ const (
 	DefaultListen             = "127.0.0.1:8080"
 	DefaultMaxRequestBytes    = 10485760
 	DefaultConnectTimeoutMS   = 10000
-	DefaultFirstByteTimeoutMS = 120000
+	DefaultFirstByteTimeoutMS = 600000
 	DefaultIdleTimeoutMS      = 60000
 	// DefaultRequestDeadlineMS is 15 minutes.
 	DefaultRequestDeadlineMS = 900000
@@ -193,6 +193,7 @@ func applyResilienceDefaults(r *Resilience) {
 	}
 
 	setDefaultBool(&r.StreamStallCooldown.Enabled, def.StreamStallCooldown.Enabled)
+	setDefaultBool(&r.LocalTimeoutCooldown.Enabled, def.LocalTimeoutCooldown.Enabled)
 
 	ml, mld := &r.ModelLockout, def.ModelLockout
 	if ml.ErrorCodes == nil {

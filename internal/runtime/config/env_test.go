@@ -205,6 +205,9 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 		"BREAKWATER_RESILIENCE_PROVIDER_COOLDOWN_ENABLED",
 		"BREAKWATER_RESILIENCE_REQUEST_QUEUE_AUTO_ENABLE_API_KEY_PROVIDERS",
 		"BREAKWATER_RESILIENCE_STREAM_RECOVERY_COMMIT_POINT",
+		"BREAKWATER_RESILIENCE_STREAM_RECOVERY_HARD_DEADLINE_MS",
+		"BREAKWATER_RESILIENCE_LOCAL_TIMEOUT_COOLDOWN_ENABLED",
+		"BREAKWATER_RESILIENCE_CONCURRENCY_GLOBAL",
 		"BREAKWATER_RESILIENCE_SESSION_AFFINITY_TTL_MS",
 		"BREAKWATER_CIRCUIT_BREAKER_OAUTH_FAILURE_THRESHOLD",
 		"BREAKWATER_CIRCUIT_BREAKER_APIKEY_DEGRADATION_THRESHOLD",
@@ -232,11 +235,12 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 	// Every scalar leaf of the four sections: server 9, state 18, policies
 	// 2 + 6 bundle + 7 decision log,
 	// resilience: 3 profiles x (9 breaker + 2 cooldown) + 1 + 3 x 3
-	// provider_cooldown + 1 stream_stall + 6 model_lockout + 4 combo wait +
-	// 4 queue + 1 quota share + 2 stream recovery + 5 watchdog + 2 + 2
+	// provider_cooldown + 1 stream_stall + 1 local_timeout + 6
+	// model_lockout + 4 combo wait + 4 queue + 1 quota share + 1
+	// concurrency + 3 stream recovery + 5 watchdog + 2 + 2
 	// emergency_fallback; plus the aliases: 27 spec breaker names, 10
 	// provider cooldown names and BREAKWATER_EMERGENCY_FALLBACK.
-	if want := 9 + 18 + 2 + 6 + 7 + 33 + 10 + 1 + 6 + 4 + 4 + 1 + 2 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
+	if want := 9 + 18 + 2 + 6 + 7 + 33 + 10 + 1 + 1 + 6 + 4 + 4 + 1 + 1 + 3 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
 		t.Errorf("EnvVars() has %d names, want %d", len(names), want)
 	}
 }

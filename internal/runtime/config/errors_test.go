@@ -164,6 +164,21 @@ func TestErrors(t *testing.T) {
 			at:   "0}", path: "providers[0].connections[0].rate_limit_overrides.model_concurrency.m", msg: "must be a positive integer",
 		},
 		{
+			name: "provider max_concurrent not negative",
+			src:  "providers:\n  - {id: p, kind: openai, base_url: \"https://x.example\", models: [m], max_concurrent: -2, connections: [{id: c}]}\n",
+			at:   "-2", path: "providers[0].max_concurrent", msg: "between 0 and 1000000",
+		},
+		{
+			name: "hard deadline not negative",
+			src:  "resilience:\n  stream_recovery: {hard_deadline_ms: -1}\n",
+			at:   "-1", path: "resilience.stream_recovery.hard_deadline_ms", msg: "between 0 and 86400000",
+		},
+		{
+			name: "global concurrency not negative",
+			src:  "resilience:\n  concurrency: {global: -3}\n",
+			at:   "-3", path: "resilience.concurrency.global", msg: "between 0 and 1000000",
+		},
+		{
 			name: "listen not host:port",
 			src:  "server: {listen: localhost}\n",
 			at:   "localhost", path: "server.listen", msg: "must be host:port",

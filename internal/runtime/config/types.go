@@ -21,7 +21,11 @@ type Server struct {
 	Listen          string `yaml:"listen" json:"listen"`
 	AdminToken      Secret `yaml:"admin_token" json:"-"`
 	MaxRequestBytes int64  `yaml:"max_request_bytes" json:"max_request_bytes"`
-	// Upstream client timeouts, in milliseconds (0 = default).
+	// Upstream client timeouts, in milliseconds (0 = default); see
+	// docs/timeouts.md. ConnectTimeoutMS bounds TCP and TLS set-up,
+	// FirstByteTimeoutMS the wait from sending a request to the first byte
+	// of its answer, IdleTimeoutMS the silence between two reads of an
+	// answer.
 	ConnectTimeoutMS   int64 `yaml:"connect_timeout_ms" json:"connect_timeout_ms"`
 	FirstByteTimeoutMS int64 `yaml:"first_byte_timeout_ms" json:"first_byte_timeout_ms"`
 	IdleTimeoutMS      int64 `yaml:"idle_timeout_ms" json:"idle_timeout_ms"`
@@ -81,14 +85,22 @@ type Provider struct {
 	// native (passed through to its /responses, the default) or translate
 	// (to its Chat Completions endpoint, statelessly). Anthropic-kind
 	// providers always translate.
-	ResponsesAPI string       `yaml:"responses_api" json:"responses_api,omitempty"`
-	Connections  []Connection `yaml:"connections" json:"connections"`
+	ResponsesAPI string `yaml:"responses_api" json:"responses_api,omitempty"`
+	// MaxConcurrent caps the provider's requests in flight, over all its
+	// connections: the provider level of the composite concurrency gate
+	// (docs/resilience.md §5); 0 = no provider gate.
+	MaxConcurrent int          `yaml:"max_concurrent" json:"max_concurrent,omitempty"`
+	Connections   []Connection `yaml:"connections" json:"connections"`
 }
 
 // Connection is one account / key of a provider.
 type Connection struct {
-	ID                  string             `yaml:"id" json:"id"`
-	APIKey              Secret             `yaml:"api_key" json:"-"`
+	ID     string `yaml:"id" json:"id"`
+	APIKey Secret `yaml:"api_key" json:"-"`
+	// MaxConcurrent is the account's real concurrency. It drives only the
+	// fail-open quota-share serialisation (docs/resilience.md §5): requests
+	// wait for one of its slots up to the queue budget, then proceed
+	// without one. 0 = none.
 	MaxConcurrent       int                `yaml:"max_concurrent" json:"max_concurrent"`
 	RateLimitProtection bool               `yaml:"rate_limit_protection" json:"rate_limit_protection"`
 	DisableCooling      bool               `yaml:"disable_cooling" json:"disable_cooling"`
@@ -100,6 +112,10 @@ type Connection struct {
 
 // RateLimitOverrides are per-connection admission overrides.
 type RateLimitOverrides struct {
+	// MaxConcurrent is the connection's cap in the composite concurrency
+	// gate global → provider → account → model, on every profile
+	// (docs/resilience.md §5); excess requests queue and are refused with
+	// SEMAPHORE_TIMEOUT or SEMAPHORE_QUEUE_FULL. 0 = no account gate.
 	MaxConcurrent      int            `yaml:"max_concurrent" json:"max_concurrent"`
 	ModelConcurrency   map[string]int `yaml:"model_concurrency" json:"model_concurrency,omitempty"`
 	MaxWaitMS          int64          `yaml:"max_wait_ms" json:"max_wait_ms"`
@@ -233,10 +249,12 @@ type Resilience struct {
 	ProviderCooldown           ProviderCooldown           `yaml:"provider_cooldown" json:"provider_cooldown"`
 	ConnectionCooldown         map[string]CooldownProfile `yaml:"connection_cooldown" json:"connection_cooldown"`
 	StreamStallCooldown        Toggle                     `yaml:"stream_stall_cooldown" json:"stream_stall_cooldown"`
+	LocalTimeoutCooldown       Toggle                     `yaml:"local_timeout_cooldown" json:"local_timeout_cooldown"`
 	ModelLockout               ModelLockout               `yaml:"model_lockout" json:"model_lockout"`
 	ComboCooldownWait          ComboCooldownWait          `yaml:"combo_cooldown_wait" json:"combo_cooldown_wait"`
 	RequestQueue               RequestQueue               `yaml:"request_queue" json:"request_queue"`
 	QuotaShareConcurrencyLimit Toggle                     `yaml:"quota_share_concurrency_limit" json:"quota_share_concurrency_limit"`
+	Concurrency                Concurrency                `yaml:"concurrency" json:"concurrency"`
 	StreamRecovery             StreamRecovery             `yaml:"stream_recovery" json:"stream_recovery"`
 	SessionAffinityTTLMS       int64                      `yaml:"session_affinity_ttl_ms" json:"session_affinity_ttl_ms"`
 	MaxAttemptsPerRequest      int                        `yaml:"max_attempts_per_request" json:"max_attempts_per_request"`
@@ -331,11 +349,22 @@ type RequestQueue struct {
 	AutoEnableAPIKeyProviders *bool `yaml:"auto_enable_api_key_providers" json:"auto_enable_api_key_providers,omitempty"`
 }
 
-// StreamRecovery configures the stream watchdogs (§8, §9).
+// Concurrency is the gateway-wide level of the composite concurrency gate
+// (§5).
+type Concurrency struct {
+	// Global caps the requests in flight over every connection; 0 = off.
+	Global int `yaml:"global" json:"global"`
+}
+
+// StreamRecovery configures the stream watchdogs (§8, §9) and the hard
+// attempt deadline (§7).
 type StreamRecovery struct {
-	ContentStallTimeoutMS int64              `yaml:"content_stall_timeout_ms" json:"content_stall_timeout_ms"`
-	CommitPoint           string             `yaml:"commit_point" json:"commit_point,omitempty"`
-	ThroughputWatchdog    ThroughputWatchdog `yaml:"throughput_watchdog" json:"throughput_watchdog"`
+	ContentStallTimeoutMS int64 `yaml:"content_stall_timeout_ms" json:"content_stall_timeout_ms"`
+	// HardDeadlineMS ends one upstream attempt this long after it was
+	// sent, whatever its progress; 0 = off.
+	HardDeadlineMS     int64              `yaml:"hard_deadline_ms" json:"hard_deadline_ms"`
+	CommitPoint        string             `yaml:"commit_point" json:"commit_point,omitempty"`
+	ThroughputWatchdog ThroughputWatchdog `yaml:"throughput_watchdog" json:"throughput_watchdog"`
 }
 
 // ThroughputWatchdog configures the slow-stream watchdog (§8).

@@ -26,6 +26,7 @@ const (
 	maxQueueDepth     = admission.MaxQueueDepth
 	maxAttemptsLimit  = 100
 	maxBreakerFailure = engine.MaxBreakerFailureThreshold
+	maxConcurrency    = engine.MaxConcurrency
 )
 
 // validator checks a defaulted Config and collects every problem, locating
@@ -302,6 +303,7 @@ func (v *validator) providers(ps []Provider) map[string]bool {
 			}
 		}
 		v.enum(pp+".profile", p.Profile, profiles)
+		v.rangeCheck(pp+".max_concurrent", int64(p.MaxConcurrent), 0, maxConcurrency)
 		v.httpURL(pp+".base_url", p.BaseURL)
 		v.models(pp, p)
 		v.connections(pp, p, conns)
@@ -693,10 +695,12 @@ func (v *validator) resilience(r *Resilience) {
 	v.rangeCheck(qp+".max_wait_ms", rq.MaxWaitMS, 1, dayMS)
 	v.rangeCheck(qp+".execution_max_wait_ms", rq.ExecutionMaxWaitMS, 1, dayMS)
 	v.rangeCheck(qp+".max_queue_depth", int64(rq.MaxQueueDepth), 0, maxQueueDepth)
+	v.rangeCheck(rp+".concurrency.global", int64(r.Concurrency.Global), 0, maxConcurrency)
 
 	sr := &r.StreamRecovery
 	sp := rp + ".stream_recovery"
 	v.rangeCheck(sp+".content_stall_timeout_ms", sr.ContentStallTimeoutMS, 0, dayMS)
+	v.rangeCheck(sp+".hard_deadline_ms", sr.HardDeadlineMS, 0, dayMS)
 	tw := &sr.ThroughputWatchdog
 	tp := sp + ".throughput_watchdog"
 	v.rangeCheck(tp+".warmup_ms", tw.WarmupMS, 0, dayMS)

@@ -7,7 +7,8 @@ import (
 )
 
 // admissionConfig has one protected connection with concurrency 1 and a
-// queue depth of 1, and a second provider with a real concurrency of 2.
+// queue depth of 1, and a second provider whose account gate
+// (rate_limit_overrides.max_concurrent) is 2.
 const admissionConfig = `
 server:
   listen: 127.0.0.1:0
@@ -31,7 +32,7 @@ providers:
     base_url: MOCK_URL/v1
     models: [m]
     connections:
-      - {id: d1, api_key: sk-duo, max_concurrent: 2}
+      - {id: d1, api_key: sk-duo, rate_limit_overrides: {max_concurrent: 2, max_wait_ms: 5000}}
 `
 
 func TestQueueDepthOneRunsQueuesAndRejects(t *testing.T) {

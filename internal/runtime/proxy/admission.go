@@ -18,6 +18,12 @@ const protectionKey = "admission/protection/"
 // newAdmission builds the admission manager from the configuration's
 // connections, the environment defaults and the engine's resilience
 // settings. It reads no store (restoreProtection does, at Start).
+//
+// The two concurrency controls of docs/resilience.md §5 stay apart: a
+// connection's max_concurrent sizes only its fail-open quota-share
+// semaphore; rate_limit_overrides.max_concurrent is its cap in the
+// composite gate, providers[].max_concurrent the provider's and
+// resilience.concurrency.global the gateway's.
 func newAdmission(cfg *config.Config, env admission.Defaults, st engine.Settings, clock admission.Clock) *admission.Manager {
 	var specs []admission.ConnSpec
 	for _, p := range cfg.Providers {
@@ -41,7 +47,19 @@ func newAdmission(cfg *config.Config, env admission.Defaults, st engine.Settings
 			})
 		}
 	}
-	return admission.NewManager(clock, admissionSettings(env, st), specs)
+	return admission.NewManager(clock, admissionSettings(env, st, providerCaps(cfg)), specs)
+}
+
+// providerCaps are the providers' max_concurrent, the provider level of
+// the composite gate (providers without one are left out).
+func providerCaps(cfg *config.Config) map[string]int {
+	caps := map[string]int{}
+	for _, p := range cfg.Providers {
+		if p.MaxConcurrent > 0 {
+			caps[p.ID] = p.MaxConcurrent
+		}
+	}
+	return caps
 }
 
 // admissionEnv is the environment layer of the request-queue budgets
@@ -59,11 +77,12 @@ func admissionEnv(e config.Env) admission.Defaults {
 	return d
 }
 
-// admissionSettings maps the resilience settings onto the admission
-// manager. Only budgets that differ from the built-in defaults count as
-// persisted, so the RATE_LIMIT_* environment defaults show through
-// otherwise (docs/resilience.md §7: env default < persisted < per-connection).
-func admissionSettings(env admission.Defaults, st engine.Settings) admission.Settings {
+// admissionSettings maps the resilience settings and the providers' caps
+// onto the admission manager. Only budgets that differ from the built-in
+// defaults count as persisted, so the RATE_LIMIT_* environment defaults
+// show through otherwise (docs/resilience.md §7: env default < persisted <
+// per-connection).
+func admissionSettings(env admission.Defaults, st engine.Settings, providers map[string]int) admission.Settings {
 	def := engine.DefaultSettings().RequestQueue
 	rq := st.RequestQueue
 	var persisted admission.Budgets
@@ -76,7 +95,10 @@ func admissionSettings(env admission.Defaults, st engine.Settings) admission.Set
 	if rq.MaxQueueDepth != def.MaxQueueDepth {
 		persisted.MaxQueueDepth = new(rq.MaxQueueDepth)
 	}
-	return admission.SettingsFrom(env, persisted, rq.AutoEnableAPIKeyProviders, st.QuotaShareConcurrencyLimit.Enabled)
+	as := admission.SettingsFrom(env, persisted, rq.AutoEnableAPIKeyProviders, st.QuotaShareConcurrencyLimit.Enabled)
+	as.GlobalConcurrency = st.Concurrency.Global
+	as.ProviderConcurrency = providers
+	return as
 }
 
 // restoreProtection applies the rate_limit_protection flags set at run

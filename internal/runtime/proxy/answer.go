@@ -117,6 +117,9 @@ func (p *Proxy) answerExhausted(x *state, pool int) *Result {
 	f := x.last
 	// The route headers go first: an upstream header never overrides them.
 	x.header = routeHeaders(x.header, x, f.cand)
+	if f.answer != nil {
+		return p.fail(x, f.answer)
+	}
 	retry := f.outcome.RetryHint
 	if f.outcome.ClientRetryAfter > 0 {
 		retry = f.outcome.ClientRetryAfter

@@ -3,7 +3,6 @@ package proxy
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,9 +26,16 @@ const maxErrorBody = 64 << 10
 
 // attempt makes one upstream call to cd. It returns the answer when the
 // attempt ended the request: a success, a committed stream, or a local
-// error (an untranslatable body, the execution budget). It returns nil
-// when the caller may fail over: then x.last holds the recorded failure,
-// or x.admissionErr the local admission refusal (x.last unchanged).
+// error (an untranslatable body). It returns nil when the caller may fail
+// over: then x.last holds the recorded failure (a cut by one of the
+// gateway's timers included: a local_timeout), or x.admissionErr the local
+// admission refusal (x.last unchanged).
+//
+// The attempt's timers (docs/timeouts.md, timers.go): the execution
+// budget from the request for admission to the first byte, the first-byte
+// timeout from each upstream call, then only the idle timeout between two
+// reads (a non-streaming body) or the stream watchdogs; the hard
+// deadline, when set, over the whole attempt.
 func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body []byte, cd topology.Candidate) *Result {
 	ex := cd.Provider.Adapter.Exchange(x.format)
 	if ex.Local() {
@@ -44,7 +50,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		x.bodyErr = wire.InvalidRequestFor(err, "body")
 		return nil
 	}
-	ticket, err := p.adm.Acquire(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model)
+	ticket, err := p.adm.AcquireFor(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model, x.req.Key.ID)
 	if err != nil {
 		p.admissionRefused(x, cd, err)
 		return nil
@@ -53,16 +59,17 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 	if p.metrics != nil && ticket.QueueWait() > 0 {
 		p.metrics.AdmissionWait(ticket.QueueWait())
 	}
-	budget := ticket.ExecutionBudget(p.up.Timeouts().FirstByte)
+	tm := p.newAttemptTimers(p.clock.Now(), ticket.QueueWait(), ticket.ExecutionBudget(p.up.Timeouts().FirstByte))
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
 	wcfg, walled := wallConfig(cd)
-	if !x.stream && !walled && !cd.Provider.EgressBucketed && p.up.Buffers(route) {
+	if !x.stream && !walled && !cd.Provider.EgressBucketed && tm.hard == 0 && p.up.Buffers(route) {
 		defer ticket.Release()
-		return p.bufferedAttempt(ctx, x, cd, ex, out, route, budget)
+		return p.bufferedAttempt(ctx, x, cd, ex, out, route, tm)
 	}
-	actx, cancelCtx := context.WithTimeout(ctx, budget)
+	actx, cancelCtx := context.WithCancel(ctx)
 	cancel := func() { cancelCtx(); ticket.Release() }
 	t0 := time.Now()
+	var sent time.Time
 	var resp *http.Response
 	for try := 0; ; try++ {
 		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), bytes.NewReader(out))
@@ -83,15 +90,21 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 				slow = true
 			}
 		}
-		resp, err = p.up.Do(hreq, route, cancel)
+		now := p.clock.Now()
+		if sent.IsZero() {
+			sent = now
+		}
+		lim, firstBy := tm.call(now, x.stream)
+		resp, err = p.up.Do(hreq, route, lim)
 		if egress != nil && *egress != "" {
 			p.eng.RecordEgress(cd.Provider.ID, cd.Connection.ID, *egress)
 		}
 		if err != nil {
 			x.upstreamTime += time.Since(t0)
 			cancel()
-			if errors.Is(actx.Err(), context.DeadlineExceeded) {
-				return p.fail(x, executionTimeout(cd, budget))
+			if timer, limit, cut := tm.cut(err, firstBy); cut {
+				p.recordLocalTimeout(ctx, x, cd, timer, limit)
+				return nil
 			}
 			p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 			return nil
@@ -115,15 +128,16 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		return nil
 	}
 	if x.stream {
-		return p.streamAttempt(ctx, x, cd, ex, resp, cancel, t0)
+		return p.streamAttempt(ctx, x, cd, ex, resp, cancel, tm, t0, sent)
 	}
 	rb, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	cancel()
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
-		if errors.Is(actx.Err(), context.DeadlineExceeded) {
-			return p.fail(x, executionTimeout(cd, budget))
+		if timer, limit, cut := tm.cut(err, timerFirstByte); cut {
+			p.recordLocalTimeout(ctx, x, cd, timer, limit)
+			return nil
 		}
 		p.recordFailure(ctx, x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
 		return nil
@@ -132,24 +146,28 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 }
 
 // bufferedAttempt makes a non-streaming call on the synchronous client
-// (see upstream.Pool.DoBuffered): the whole answer within the first-byte
-// timeout, and within the execution budget. The call cannot be cancelled
-// once sent; its deadline bounds it.
-func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, out []byte, route upstream.Route, budget time.Duration) *Result {
+// (see upstream.Pool.DoBuffered): the first byte within the first-byte
+// timeout and what is left of the execution budget and of the request
+// deadline, then as long as the answer keeps arriving (never silent longer
+// than the idle timeout). The call cannot be cancelled once sent; its
+// timers bound it.
+func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, out []byte, route upstream.Route, tm *attemptTimers) *Result {
 	if err := ctx.Err(); err != nil {
 		return p.fail(x, cancelled(ctx))
 	}
 	h := p.upstreamHeaders(x, cd)
 	t0 := time.Now()
-	firstByte := p.up.Timeouts().FirstByte
-	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, x.bufferedDeadline(t0.Add(min(budget, firstByte))))
+	lim, firstBy := tm.call(p.clock.Now(), false)
+	fb, byDeadline := x.firstByteBefore(lim.FirstByte, t0)
+	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, fb)
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
-		if errors.Is(err, upstream.ErrDeadline) && x.pastDeadline(time.Now()) {
+		if te, ok := upstream.AsTimeout(err); ok && te.Timer == upstream.TimerFirstByte && byDeadline {
 			return p.fail(x, endedBy(ErrRequestDeadline)) // our own deadline: not upstream health
 		}
-		if errors.Is(err, upstream.ErrDeadline) && budget <= firstByte {
-			return p.fail(x, executionTimeout(cd, budget))
+		if timer, limit, cut := tm.cut(err, firstBy); cut {
+			p.recordLocalTimeout(ctx, x, cd, timer, limit)
+			return nil
 		}
 		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 		return nil
@@ -213,8 +231,10 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 
 // streamAttempt primes a 2xx streamed answer up to the commit point. A
 // failure before commit is recorded and the caller fails over; otherwise
-// the answer is a committed Stream that finalises the request once.
-func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, resp *http.Response, cancel context.CancelFunc, t0 time.Time) *Result {
+// the answer is a committed Stream that finalises the request once. The
+// relay runs on the proxy's clock from sent, when the upstream call was
+// made (the first stall budget and the hard deadline count from it).
+func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, resp *http.Response, cancel context.CancelFunc, tm *attemptTimers, t0, sent time.Time) *Result {
 	if err := upstream.CheckEventStream(resp.Header); err != nil {
 		// A JSON or HTML body where an event stream was asked for: the
 		// upstream's protocol error, not a transport failure.
@@ -224,15 +244,15 @@ func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candida
 		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 		return nil
 	}
-	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: t0}
+	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: sent}
 	if tr := ex.Stream(&x.body, cd.Model); tr != nil {
 		a.Translator = tr
 	}
-	s, fail := relay.Prime(ctx, p.relayConfig(x, ex), a)
+	s, fail := relay.Prime(ctx, p.relayConfig(x, ex, tm), a)
 	if fail != nil {
 		cancel()
 		x.upstreamTime += time.Since(t0)
-		p.recordStreamFailure(ctx, x, cd, fail)
+		p.recordStreamEnd(ctx, x, cd, tm, fail)
 		if p.metrics != nil {
 			p.metrics.Stream("failover", fail.Reason)
 		}
@@ -255,13 +275,26 @@ func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candida
 	}
 	res.set("Cache-Control", "no-cache")
 	res.set("X-Accel-Buffering", "no")
-	res.Stream = &Stream{p: p, x: x, cd: cd, s: s, ctx: ctx, cancel: cancel, t0: t0, status: resp.StatusCode}
+	res.Stream = &Stream{p: p, x: x, cd: cd, s: s, tm: tm, ctx: ctx, cancel: cancel, t0: t0, status: resp.StatusCode}
 	return res
 }
 
+// recordStreamEnd records how a stream attempt failed: a cut by one of
+// the gateway's timers (the idle timeout, the hard deadline) is a local
+// timeout; anything else is recordStreamFailure's.
+func (p *Proxy) recordStreamEnd(ctx context.Context, x *state, cd topology.Candidate, tm *attemptTimers, f *relay.Failure) {
+	if timer, limit, cut := tm.streamCut(f); cut {
+		p.recordLocalTimeout(ctx, x, cd, timer, limit)
+		return
+	}
+	p.recordStreamFailure(ctx, x, cd, f)
+}
+
 // relayConfig is the stream relay configuration of one attempt: the
-// watchdogs read the upstream format's events through the exchange.
-func (p *Proxy) relayConfig(x *state, ex *provider.Exchange) relay.Config {
+// watchdogs read the upstream format's events through the exchange and
+// run on the proxy's clock; the idle timeout and the hard deadline are
+// the attempt's.
+func (p *Proxy) relayConfig(x *state, ex *provider.Exchange, tm *attemptTimers) relay.Config {
 	st := p.eng.CurrentSettings().StreamRecovery
 	return relay.Config{
 		ClientFormat: x.format,
@@ -269,7 +302,9 @@ func (p *Proxy) relayConfig(x *state, ex *provider.Exchange) relay.Config {
 		CommitPoint:  st.CommitPoint,
 		Stall:        p.stallConfig(st),
 		Throughput:   p.throughputConfig(st),
-		Idle:         p.up.Timeouts().Idle,
+		Idle:         tm.idle,
+		HardDeadline: tm.hard,
+		Clock:        p.clock,
 		Redact:       p.red.Bytes,
 	}
 }

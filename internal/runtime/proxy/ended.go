@@ -52,18 +52,18 @@ func endedBy(cause error) *wire.APIError {
 	return &wire.APIError{Status: 503, Type: "server_error", Code: "shutting_down", Message: "the gateway is shutting down", RetryAfter: time.Second}
 }
 
-// bufferedDeadline bounds the deadline of a synchronous upstream call,
-// which no context can interrupt, by the request's deadline.
-func (x *state) bufferedDeadline(d time.Time) time.Time {
-	if dl := x.req.Deadline; !dl.IsZero() && dl.Before(d) {
-		return dl
+// firstByteBefore bounds the first-byte limit fb of a synchronous upstream
+// call made at now, which no context can interrupt, by what is left of the
+// request's deadline; byDeadline reports that the deadline is the bound.
+// Once the answer has started the call runs to its end while the answer
+// keeps arriving (docs/timeouts.md).
+func (x *state) firstByteBefore(fb time.Duration, now time.Time) (bound time.Duration, byDeadline bool) {
+	if dl := x.req.Deadline; !dl.IsZero() {
+		if left := max(dl.Sub(now), time.Millisecond); left < fb {
+			return left, true
+		}
 	}
-	return d
-}
-
-// pastDeadline reports whether the request's deadline has passed at now.
-func (x *state) pastDeadline(now time.Time) bool {
-	return !x.req.Deadline.IsZero() && !now.Before(x.req.Deadline)
+	return fb, false
 }
 
 // maxStallsPerTarget is how many stalled streams one target may send a

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -50,8 +51,18 @@ type setup struct {
 
 // newLoop builds the loop for cfgYAML (providers' base_url may be any
 // URL: no socket is opened) and the mock script; each opt adjusts the
-// options first.
+// options first. The in-memory upstream's call timers run on the system
+// clock (10 min, 60 s: they never fire here), so the fake clock's pending
+// timers are the loop's own.
 func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*setup)) *loop {
+	t.Helper()
+	return newLoopWith(t, cfgYAML, script, nil, opts...)
+}
+
+// newLoopWith is newLoop with the upstream's handler made by wrap from the
+// mock's handler and the loop's fake clock; with a wrap, the upstream's
+// call timers run on the fake clock too.
+func newLoopWith(t *testing.T, cfgYAML, script string, wrap func(mock http.Handler, clock *enginetest.Clock) http.Handler, opts ...func(*setup)) *loop {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgYAML), "test.yaml")
 	if err != nil {
@@ -71,6 +82,9 @@ func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*setup)) *loop {
 	l.mock = mock.New(sc, nil)
 	t.Cleanup(func() { _ = l.mock.Close() })
 	l.up = upstreamtest.New(l.mock.Handler())
+	if wrap != nil {
+		l.up = upstreamtest.New(wrap(l.mock.Handler(), l.clock)).WithClock(l.clock)
+	}
 	st := memstore.New(l.clock)
 	ctx := context.Background()
 	po := policies.Options{Store: st, Clock: l.clock}
@@ -184,6 +198,14 @@ func errorCode(t *testing.T, body string) string {
 		t.Fatalf("error body %q: %v", body, err)
 	}
 	return doc.Error.Code
+}
+
+// waitTimers waits until n timers are pending on the fake clock.
+func (l *loop) waitTimers(n int) {
+	l.t.Helper()
+	if !l.clock.WaitForTimers(n, 5*time.Second) {
+		l.t.Fatalf("fewer than %d timers pending on the clock", n)
+	}
 }
 
 // waitTimer waits until the loop sleeps on the fake clock.

@@ -94,8 +94,14 @@ func TestClientGoneDuringAnAttemptRecordsNothing(t *testing.T) {
 func TestKeepAliveOnlyStreamIsTriedTwice(t *testing.T) {
 	l := newLoop(t, loopConfig, `rules: [{model: m2, responses: [{keepalive_only: true, ping_every_ms: 50, stall_ms: 5000}]}]`)
 	t0 := time.Now()
-	res, body := l.serve(l.request(wire.FormatChat, chat("beta/m2", `,"stream":true`)))
-	if res.Status != 502 || errorCode(t, body) != "stream_content_stall" {
+	done := l.serveAsync(l.request(wire.FormatChat, chat("beta/m2", `,"stream":true`)))
+	for range 2 {
+		l.waitTimer()                           // the relay's stall timer
+		l.clock.Advance(300 * time.Millisecond) // the stall budget, on the fake clock
+	}
+	res := recv(t, done)
+	body := string(res.Body)
+	if res.Status != 502 || res.Stream != nil || errorCode(t, body) != "stream_content_stall" {
 		t.Fatalf("answer %d %s", res.Status, body)
 	}
 	if got := l.calls("sk-b1", "m2"); got != 2 {

@@ -507,6 +507,9 @@ type failure struct {
 	status  int
 	header  http.Header
 	body    []byte
+	// answer, when set, is the gateway's own answer to give when this
+	// failure ends the request (a cut by one of its timers).
+	answer *wire.APIError
 }
 
 // routedModel is the model label of the request for metrics: the model

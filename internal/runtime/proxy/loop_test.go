@@ -1,6 +1,8 @@
 package proxy_test
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -221,7 +223,15 @@ rules:
 func TestStreamFailsOverBeforeCommit(t *testing.T) {
 	cfg := strings.Replace(loopConfig, "content_stall_timeout_ms: 300}", "content_stall_timeout_ms: 300, commit_point: first_content}", 1)
 	l := newLoop(t, cfg, `rules: [{key: sk-a1, responses: [{stall_after_chunks: 0}]}]`)
-	res, body := l.serve(l.request(wire.FormatChat, chat("alpha/m1", `,"stream":true`)))
+	ch := l.serveAsync(l.request(wire.FormatChat, chat("alpha/m1", `,"stream":true`)))
+	l.waitTimer()                           // the relay's stall timer
+	l.clock.Advance(300 * time.Millisecond) // the stall budget, on the fake clock
+	res := recv(t, ch)
+	var buf bytes.Buffer
+	if res.Stream != nil {
+		res.Stream.Run(bufio.NewWriter(&buf))
+	}
+	body := buf.String()
 	if res.Status != 200 || res.Stream == nil || res.Route.Connection != "a2" || res.Route.Attempts != 2 {
 		t.Fatalf("answer %d stream %v route %+v", res.Status, res.Stream != nil, res.Route)
 	}

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"hash/fnv"
+	"slices"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
@@ -216,10 +217,13 @@ func (p *Proxy) observeQuota(x *state, cd topology.Candidate, h map[string]strin
 	}
 }
 
-// order applies the session's claims to the candidates: a leased request
-// keeps only its key's allowed connections, its bound connection first; an
-// affinity session moves its pinned connection first.
+// order orders the candidates for dispatch: the quota-share selection
+// among each target's connections first (shareOrder), then the session's
+// claims above it: a leased request keeps only its key's allowed
+// connections, its bound connection first; an affinity session moves its
+// pinned connection first.
 func (p *Proxy) order(ctx context.Context, x *state, cands []topology.Candidate) []topology.Candidate {
+	cands = p.shareOrder(cands)
 	if x.lease != nil {
 		kept := make([]topology.Candidate, 0, len(cands))
 		for _, cd := range cands {
@@ -278,4 +282,58 @@ func (p *Proxy) affinitySucceeded(ctx context.Context, x *state, cd topology.Can
 	if err := p.pins.Pin(context.WithoutCancel(ctx), x.req.Session, cd.Connection.Ref, ttl); err != nil {
 		p.log.Warn("pinning an affinity session", "error", err)
 	}
+}
+
+// shareOrder applies the quota-share target selection (docs/resilience.md
+// §5) to each run of candidates that is one target over several
+// connections (the same combo target, provider and model): when those
+// connections share accounts under quota-share (a max_concurrent), the
+// run is reordered by admission.Manager.OrderQuotaShare — deficit round
+// robin plus the power of two choices on free slots, a full connection
+// last but never dropped. Other runs keep their order. cands is not
+// modified; a reordered copy is returned when anything moved.
+func (p *Proxy) shareOrder(cands []topology.Candidate) []topology.Candidate {
+	var out []topology.Candidate
+	for i := 0; i < len(cands); {
+		j := i + 1
+		for j < len(cands) && sameTarget(cands[i], cands[j]) {
+			j++
+		}
+		if j-i > 1 && p.anyShared(cands[i:j]) {
+			ids := make([]string, j-i)
+			for k := range ids {
+				ids[k] = cands[i+k].Connection.ID
+			}
+			if order := p.adm.OrderQuotaShare(cands[i].Provider.ID, ids); order != nil {
+				if out == nil {
+					out = slices.Clone(cands)
+				}
+				for k, o := range order {
+					out[i+k] = cands[i+o]
+				}
+			}
+		}
+		i = j
+	}
+	if out == nil {
+		return cands
+	}
+	return out
+}
+
+// anyShared reports whether one of cands' connections is under
+// quota-share.
+func (p *Proxy) anyShared(cands []topology.Candidate) bool {
+	for _, cd := range cands {
+		if p.adm.QuotaShared(cd.Provider.ID, cd.Connection.ID) {
+			return true
+		}
+	}
+	return false
+}
+
+// sameTarget reports whether two candidates are the same target on two
+// connections.
+func sameTarget(a, b topology.Candidate) bool {
+	return a.Combo == b.Combo && a.Target == b.Target && a.Provider == b.Provider && a.Model == b.Model
 }

@@ -136,12 +136,14 @@ type Proxy struct {
 // keep-alive connections); upstreamtest.Upstream serves an http.Handler in
 // memory for tests.
 type Upstream interface {
-	// Do sends a request; the caller reads and closes the response body.
-	// cancel is called when the body stays silent past the idle timeout.
-	Do(req *http.Request, r upstream.Route, cancel context.CancelFunc) (*http.Response, error)
-	// DoBuffered sends a request and reads the whole answer before
-	// deadline (non-streaming calls on routes it Buffers).
-	DoBuffered(method, url string, h http.Header, body []byte, r upstream.Route, deadline time.Time) (*upstream.Buffered, error)
+	// Do sends a request under the call's limits; the caller reads and
+	// closes the response body. A call cut by one of the client's timers
+	// fails (or its body reads fail) with an *upstream.TimeoutError.
+	Do(req *http.Request, r upstream.Route, lim upstream.Limits) (*http.Response, error)
+	// DoBuffered sends a request and reads the whole answer: its first
+	// byte within firstByte, then never silent longer than the idle
+	// timeout (non-streaming calls on routes it Buffers).
+	DoBuffered(method, url string, h http.Header, body []byte, r upstream.Route, firstByte time.Duration) (*upstream.Buffered, error)
 	// Buffers reports whether DoBuffered serves a route.
 	Buffers(r upstream.Route) bool
 	// Timeouts are the client's connect, first-byte and idle timeouts.
@@ -268,7 +270,7 @@ func (p *Proxy) Leases() *lease.Manager { return p.leases }
 // SettingsChanged applies new resilience settings to admission (the
 // engine already holds them).
 func (p *Proxy) SettingsChanged(st engine.Settings) {
-	p.adm.UpdateSettings(admissionSettings(p.admEnv, st))
+	p.adm.UpdateSettings(admissionSettings(p.admEnv, st, providerCaps(p.cfg)))
 }
 
 // SetProtection sets and persists the explicit rate_limit_protection flag

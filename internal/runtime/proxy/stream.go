@@ -25,6 +25,7 @@ type Stream struct {
 	x      *state
 	cd     topology.Candidate
 	s      *relay.Stream
+	tm     *attemptTimers
 	ctx    context.Context
 	cancel context.CancelFunc
 	t0     time.Time
@@ -79,7 +80,7 @@ func (st *Stream) finalise(res relay.Result) {
 		}
 	default:
 		code = res.Failure.Reason
-		p.recordStreamFailure(st.ctx, x, cd, res.Failure)
+		p.recordStreamEnd(st.ctx, x, cd, st.tm, res.Failure)
 		p.comboOutcome(x, cd, false)
 		if p.metrics != nil {
 			p.metrics.Stream("abort", res.Failure.Reason)

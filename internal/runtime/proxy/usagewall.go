@@ -93,7 +93,7 @@ func (p *Proxy) resetFlow(ctx context.Context, cd topology.Candidate, cfg usagew
 		req.Header.Set("anthropic-beta", usagewall.BearerBeta)
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("User-Agent", p.ua)
-		resp, err := p.up.Do(req, route, nil)
+		resp, err := p.up.Do(req, route, upstream.Limits{})
 		if err != nil {
 			return 0, nil, nil, err
 		}

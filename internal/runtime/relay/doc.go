@@ -37,18 +37,24 @@
 // commit point are not forwarded, since response headers are not sent
 // until it. A pre-commit buffer over 1 MiB commits early.
 //
-// The throughput watchdog judges only before the commit point (an abort
-// hits the active attempt, never a committed stream); the content-stall
-// watchdog, the idle timeout and the hard deadline apply in both phases.
-// With CommitFirstByte the stream commits at its first data event, so the
-// throughput watchdog is effective mainly with CommitFirstContent.
+// Every watchdog applies in both phases: the content-stall watchdog, the
+// throughput watchdog, the idle timeout and the hard deadline. An abort
+// before the commit point fails over; after it, the stream ends with a
+// terminal error event (never a replay). The throughput watchdog once
+// judged only before the commit point; since its first judgement comes
+// after warm-up plus one window (15 s by default) and CommitFirstByte
+// commits at the first data event, it could never act in the default
+// configuration, not even on docs/resilience.md §8's own example (warm-up
+// 1 s, window 2 s, 10 B/s, only "x" sent → abort at 3000 ms).
 //
 // # Timers
 //
 // One reader goroutine per attempt reads events and hands them over a
 // channel; the relaying goroutine waits on that channel and one timer armed
 // at the nearest deadline (stall, throughput, idle, hard deadline), so every
-// watchdog fires even when the upstream sends nothing. On any end the
+// watchdog fires even when the upstream sends nothing. The timer is the
+// Config.Clock's, so a test drives a stream of many minutes with a fake
+// clock. On any end the
 // attempt is cancelled (Attempt.Cancel), its body closed, and the reader
 // goroutine joined before Prime, Run or Close returns: no goroutine
 // outlives the stream. The idle timeout is reset by every event, keep-alives

@@ -116,7 +116,7 @@ func newHarness(t *testing.T, cfg Config) *harness {
 		ctx:   context.Background(),
 	}
 	h.pr, h.pw = io.Pipe()
-	cfg.Clock = clock.Now
+	cfg.Clock = clock
 	cfg.newTimer = func() timer { return h.timer }
 	cfg.onBlock = func() { h.waits <- struct{}{} }
 	h.cfg = cfg

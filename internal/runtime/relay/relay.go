@@ -9,6 +9,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
@@ -87,7 +88,8 @@ type Config struct {
 	// defaults, Disabled turns it off.
 	Stall watchdog.StallConfig
 	// Throughput configures the throughput watchdog (normalised; off unless
-	// Enabled). It judges only before the commit point.
+	// Enabled). It judges in both phases: before the commit point a slow
+	// attempt fails over, after it the stream ends with a terminal error.
 	Throughput watchdog.ThroughputConfig
 	// Idle ends the attempt when no event at all (keep-alives included)
 	// arrives for this long; 0 disables it.
@@ -95,8 +97,9 @@ type Config struct {
 	// HardDeadline bounds the whole attempt from Attempt.Start, whatever
 	// the output; 0 disables it.
 	HardDeadline time.Duration
-	// Clock returns the time; nil means time.Now.
-	Clock func() time.Time
+	// Clock tells the time and makes the timer every watchdog waits on;
+	// nil is the system clock.
+	Clock admission.Clock
 	// Redact, when set, removes credentials from the data of an upstream
 	// error event before it is relayed to the client after the commit
 	// point (the one upstream text a committed stream passes on as it
@@ -263,10 +266,11 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 		}
 		return nil, &Failure{Reason: ReasonReadError, Status: 502, Err: errors.New("relay: the attempt has no body")}
 	}
-	clock := cfg.Clock
-	if clock == nil {
-		clock = time.Now
+	clk := cfg.Clock
+	if clk == nil {
+		clk = admission.SystemClock()
 	}
+	clock := clk.Now
 	now := clock()
 	start := a.Start
 	if start.IsZero() || start.After(now) {
@@ -291,7 +295,7 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 	if cfg.newTimer != nil {
 		s.tm = cfg.newTimer()
 	} else {
-		s.tm = newRealTimer()
+		s.tm = newClockTimer(clk)
 	}
 	s.p = startPump(a.Body)
 	for !s.committed && !s.over() {
@@ -459,9 +463,7 @@ func (s *Stream) nextDeadline() (time.Time, bool) {
 		take(s.lastEvent.Add(s.cfg.Idle))
 	}
 	take(s.stall.Deadline())
-	if !s.committed {
-		take(s.tput.NextCheck())
-	}
+	take(s.tput.NextCheck())
 	return d, !d.IsZero()
 }
 
@@ -483,7 +485,7 @@ func (s *Stream) checkTimers(now time.Time) {
 		s.failWith(ReasonIdleTimeout, 504, fmt.Errorf("relay: no data from upstream for %s", s.cfg.Idle))
 	case s.stall.Expired(now):
 		s.failWith(ReasonContentStall, 502, fmt.Errorf("relay: no model output for %s", s.stall.Budget()))
-	case !s.committed:
+	default:
 		if abort, reason := s.tput.Check(now); abort {
 			c := s.cfg.Throughput.Normalize()
 			s.failWith(reason, 502, fmt.Errorf("relay: useful output below %d B/s (min %d bytes) over %s", c.MinBytesPerSecond, c.MinBytes, c.Window))

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/watchdog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/sse"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -403,23 +404,46 @@ func TestThroughputAbortsBeforeCommit(t *testing.T) {
 	assertFailure(t, p.f, ReasonThroughputTooLow, 502, false)
 }
 
-// After the commit point the throughput watchdog no longer judges.
-func TestThroughputIgnoredAfterCommit(t *testing.T) {
+// docs/resilience.md §8's example in the default configuration (commit at
+// the first byte): warm-up 1 s, window 2 s, minimum 10 B/s, only "x" sent
+// → no abort at 2999 ms, abort at 3000 ms. The stream committed at its
+// first event, so the abort ends it with a terminal error event; a stream
+// that keeps its rate is not touched.
+func TestThroughputAbortsAfterCommit(t *testing.T) {
 	cfg := openaiCfg(CommitFirstByte)
 	cfg.Stall = watchdog.DefaultStall()
 	cfg.Throughput = watchdog.ThroughputConfig{Enabled: true, Warmup: time.Second, Window: 2 * time.Second, MinBytesPerSecond: 10, MinBytes: 1}
 	h := newHarness(t, cfg)
-	_, rc := h.relaying(oaRole)
-	h.send(oaHello)
-	for range 20 {
-		if h.advance(time.Second) {
-			t.Fatal("a timer fired for a committed slow stream")
+	c, rc := h.relaying(oaRole)
+	h.send(strings.Replace(oaHello, "Hello", "x", 1))
+	for range 5 {
+		if h.advance(500 * time.Millisecond) {
+			t.Fatal("fired before 3000 ms")
 		}
 		h.send(keepAlive)
 	}
-	h.send(oaFinish, oaDone)
-	h.eof()
-	if r := recvResult(t, rc); r.End != EndComplete {
+	if h.advance(499 * time.Millisecond) { // 2999 ms
+		t.Fatal("fired at 2999 ms")
+	}
+	h.advance(time.Millisecond) // 3000 ms
+	r := recvResult(t, rc)
+	assertFailure(t, r.Failure, ReasonThroughputTooLow, 502, true)
+	if _, doc := parseTerminal(t, c.String()); doc["error"].(map[string]any)["code"] != ReasonThroughputTooLow {
+		t.Fatalf("terminal event %v", doc)
+	}
+
+	// A committed stream at 20 B/s for 20 s is never judged too slow.
+	h2 := newHarness(t, cfg)
+	_, rc2 := h2.relaying(oaRole)
+	for range 40 {
+		if h2.advance(500 * time.Millisecond) {
+			t.Fatal("a timer fired for a stream above the minimum rate")
+		}
+		h2.send(strings.Replace(oaHello, "Hello", "0123456789", 1))
+	}
+	h2.send(oaFinish, oaDone)
+	h2.eof()
+	if r := recvResult(t, rc2); r.End != EndComplete {
 		t.Fatalf("result %+v", r)
 	}
 }
@@ -441,6 +465,32 @@ func TestIdleTimeout(t *testing.T) {
 	assertPending(t, ch)
 	h.advance(5 * time.Second)
 	assertFailure(t, recvPrimed(t, ch).f, ReasonIdleTimeout, 504, false)
+}
+
+// A healthy stream is never cut by time alone: 12 minutes of steady
+// output (a delta every 5 s) under the default watchdogs and the 60 s
+// idle timeout completes. Only the hard deadline, when an operator sets
+// one, ends a stream that makes progress.
+func TestTwelveMinuteStreamCompletes(t *testing.T) {
+	cfg := openaiCfg(CommitFirstByte)
+	cfg.Stall = watchdog.DefaultStall()
+	cfg.Idle = time.Minute
+	h := newHarness(t, cfg)
+	c, rc := h.relaying(oaRole)
+	for range 12 * 60 / 5 {
+		if h.advance(5 * time.Second) {
+			t.Fatal("a timer fired while the stream flowed")
+		}
+		h.send(oaHello)
+	}
+	h.send(oaFinish, oaDone)
+	h.eof()
+	if r := recvResult(t, rc); r.End != EndComplete || h.clock.Now().Sub(epoch) != 12*time.Minute {
+		t.Fatalf("result %+v after %v", r, h.clock.Now().Sub(epoch))
+	}
+	if n := strings.Count(c.String(), "Hello"); n != 144 {
+		t.Fatalf("client got %d deltas, want 144", n)
+	}
 }
 
 // The hard deadline ends even a healthy committed stream.
@@ -613,6 +663,26 @@ func TestRealTimerStall(t *testing.T) {
 	}
 	if el := time.Since(start); el < 30*time.Millisecond {
 		t.Fatalf("stalled after %v, before the 30 ms budget", el)
+	}
+}
+
+// The system clock's timer is re-armed in place: the relay resets it once
+// per event, so a reset allocates nothing, and a re-armed timer fires.
+func TestSystemTimerResetAllocatesNothing(t *testing.T) {
+	tm := newClockTimer(admission.SystemClock())
+	tm.Reset(time.Hour)
+	if n := testing.AllocsPerRun(100, func() { tm.Reset(time.Hour) }); n != 0 {
+		t.Fatalf("Reset allocates %v times", n)
+	}
+	tm.Stop()
+	if tm.C() != nil {
+		t.Fatal("a stopped timer offers a channel")
+	}
+	tm.Reset(time.Millisecond)
+	select {
+	case <-tm.C():
+	case <-time.After(5 * time.Second):
+		t.Fatal("the re-armed timer did not fire")
 	}
 }
 

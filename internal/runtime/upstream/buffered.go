@@ -1,10 +1,12 @@
 package upstream
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -17,9 +19,6 @@ type Buffered struct {
 	Body   []byte
 }
 
-// ErrDeadline is the cause of a buffered call cut by its deadline.
-var ErrDeadline = errors.New("upstream deadline exceeded")
-
 // Buffers reports whether DoBuffered serves a route: direct connections
 // (with or without a local address); calls through a proxy use Do.
 func (p *Pool) Buffers(r Route) bool { return r.ProxyURL == "" }
@@ -27,7 +26,9 @@ func (p *Pool) Buffers(r Route) bool { return r.ProxyURL == "" }
 // fastClient returns the route's synchronous client, creating it on first
 // use. The request is written and the answer read in the calling
 // goroutine, which spares the hand-offs between goroutines of net/http's
-// transport: on a quiet gateway each of them is a thread wake-up.
+// transport: on a quiet gateway each of them is a thread wake-up. Its
+// connections are phasedConns (TLS included, set up by the dialer) so that
+// the call's deadline bounds only the wait for the first byte.
 func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -43,13 +44,16 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 		dialer.LocalAddr = &net.TCPAddr{IP: ip}
 	}
 	c := &fasthttp.Client{
-		Dial:                func(addr string) (net.Conn, error) { return dialer.Dial("tcp", addr) },
 		MaxConnsPerHost:     4096,
 		MaxIdleConnDuration: 90 * time.Second,
 		MaxResponseBodySize: MaxBodyBytes,
 		ReadBufferSize:      MaxResponseHeaderBytes,
-		// Errors never quote the upstream's bytes.
-		ConfigureClient:               func(hc *fasthttp.HostClient) error { hc.SecureErrorLogMessage = true; return nil },
+		ConfigureClient: func(hc *fasthttp.HostClient) error {
+			// Errors never quote the upstream's bytes.
+			hc.SecureErrorLogMessage = true
+			hc.Dial = p.phasedDial(dialer, hc.IsTLS)
+			return nil
+		},
 		NoDefaultUserAgentHeader:      true,
 		DisableHeaderNamesNormalizing: false,
 		DisablePathNormalizing:        true,
@@ -62,15 +66,109 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 	return c, nil
 }
 
-// DoBuffered sends a request and reads the whole answer before deadline,
-// for non-streaming calls on a route that Buffers. It treats the answer as
-// Do does: a redirect is not followed (the 3xx is the answer, its body cut
-// to MaxRedirectBody), a gzip or deflate body is decoded (bounded by
-// MaxBodyBytes, Content-Encoding and Content-Length removed), and
-// oversized, malformed or undecodable answers fail with a *ProtocolError.
-// A call cut by the deadline fails with an error wrapping ErrDeadline; one
-// that cannot be sent, with a *LocalError.
-func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Route, deadline time.Time) (*Buffered, error) {
+// phasedDial dials a connection of the synchronous client: TCP, then TLS
+// for an https host (within the connect timeout), wrapped in a phasedConn.
+func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
+	return func(addr string) (net.Conn, error) {
+		conn, err := dialer.Dial("tcp", addr)
+		if err != nil {
+			return nil, err
+		}
+		if !isTLS {
+			return &phasedConn{Conn: conn, idle: p.timeouts.Idle}, nil
+		}
+		cfg := &tls.Config{}
+		if p.tls != nil {
+			cfg = p.tls.Clone()
+		}
+		if cfg.ServerName == "" {
+			host, _, err := net.SplitHostPort(addr)
+			if err != nil {
+				host = addr
+			}
+			cfg.ServerName = host
+		}
+		tc := tls.Client(conn, cfg)
+		_ = tc.SetDeadline(time.Now().Add(p.timeouts.Connect))
+		if err := tc.Handshake(); err != nil {
+			conn.Close()
+			return nil, fmt.Errorf("upstream: tls handshake with %s: %w", addr, err)
+		}
+		_ = tc.SetDeadline(time.Time{})
+		return &phasedConn{Conn: tc, idle: p.timeouts.Idle}, nil
+	}
+}
+
+// phasedConn is a connection of the synchronous client. fasthttp sets one
+// read deadline for a whole answer: the call's deadline, which is the
+// first-byte limit. phasedConn keeps it only until the first byte of the
+// answer arrives; after that every read is bounded by the idle timeout
+// instead, so a slow answer that keeps arriving is never cut and a silent
+// one is, with a *TimeoutError for TimerIdle. It sits above TLS, so only
+// the answer's bytes (not a TLS session ticket) start the answer. A
+// connection serves one call at a time.
+type phasedConn struct {
+	net.Conn
+	idle time.Duration
+	// started: a byte of the current answer has arrived.
+	started bool
+}
+
+// SetReadDeadline starts a new answer: deadline bounds the wait for its
+// first byte.
+func (c *phasedConn) SetReadDeadline(deadline time.Time) error {
+	c.started = false
+	return c.Conn.SetReadDeadline(deadline)
+}
+
+// SetDeadline starts a new answer, as SetReadDeadline does.
+func (c *phasedConn) SetDeadline(deadline time.Time) error {
+	c.started = false
+	return c.Conn.SetDeadline(deadline)
+}
+
+// Read reads under the first-byte deadline until the answer has started,
+// under the idle timeout after.
+func (c *phasedConn) Read(b []byte) (int, error) {
+	if c.started {
+		if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
+			return 0, err
+		}
+	}
+	n, err := c.Conn.Read(b)
+	if err != nil && c.started && errors.Is(err, os.ErrDeadlineExceeded) {
+		return n, &TimeoutError{Timer: TimerIdle, Limit: c.idle}
+	}
+	if n > 0 {
+		c.started = true
+	}
+	return n, err
+}
+
+// Handshake tells fasthttp that the dialer already set up TLS (a plain
+// connection has none to do).
+func (c *phasedConn) Handshake() error {
+	if tc, ok := c.Conn.(*tls.Conn); ok {
+		return tc.Handshake()
+	}
+	return nil
+}
+
+// DoBuffered sends a request and reads the whole answer, for
+// non-streaming calls on a route that Buffers. The answer's first byte
+// must arrive within firstByte (0 = Timeouts.FirstByte); after that the
+// answer may take as long as it needs while it keeps arriving: only a
+// silence longer than Timeouts.Idle between two reads cuts it. A call cut
+// by either timer fails with a *TimeoutError (TimerFirstByte or
+// TimerIdle). DoBuffered has no whole-call deadline: a caller that needs
+// one (Limits.Deadline) uses Do.
+//
+// It treats the answer as Do does: a redirect is not followed (the 3xx is
+// the answer, its body cut to MaxRedirectBody), a gzip or deflate body is
+// decoded (bounded by MaxBodyBytes, Content-Encoding and Content-Length
+// removed), and oversized, malformed or undecodable answers fail with a
+// *ProtocolError. A call that cannot be sent fails with a *LocalError.
+func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Route, firstByte time.Duration) (*Buffered, error) {
 	if err := CheckHeaders(h); err != nil {
 		return nil, err
 	}
@@ -90,8 +188,11 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Rout
 		}
 	}
 	req.SetBodyRaw(body)
-	if err := c.DoDeadline(req, resp, deadline); err != nil {
-		return nil, fastError(err)
+	if firstByte <= 0 {
+		firstByte = p.timeouts.FirstByte
+	}
+	if err := c.DoDeadline(req, resp, time.Now().Add(firstByte)); err != nil {
+		return nil, fastError(err, firstByte)
 	}
 	out := &Buffered{Status: resp.StatusCode(), Header: make(http.Header, 8)}
 	resp.Header.VisitAll(func(k, v []byte) { out.Header.Add(string(k), string(v)) })

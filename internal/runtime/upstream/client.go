@@ -1,7 +1,9 @@
 // Package upstream is Breakwater's HTTP client towards upstream providers:
 // pooled keep-alive connections, separate connect, first-byte and idle
-// timeouts, an optional local bind address per connection and an optional
-// proxy, and a record of the egress address each call left from. It never
+// timers with one job each (docs/timeouts.md), an optional local bind
+// address per connection and an optional proxy. A call cut by one of its
+// own timers fails with a *TimeoutError, which callers record as a local
+// timeout rather than a failure of the provider. It never
 // follows a redirect, bounds answers (MaxResponseHeaderBytes,
 // MaxBodyBytes), decodes an unsolicited gzip or deflate body, and reports
 // an answer it cannot use as a *ProtocolError, which callers tell apart
@@ -9,10 +11,9 @@
 package upstream
 
 import (
-	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,18 +26,20 @@ import (
 // Timeouts are the upstream client's time limits. A zero field takes the
 // default of DefaultTimeouts.
 type Timeouts struct {
-	// Connect bounds the TCP (and TLS) connection set-up.
+	// Connect bounds the TCP (and TLS) connection set-up. A connect
+	// timeout is a transport failure of the upstream, not a TimeoutError.
 	Connect time.Duration
-	// FirstByte bounds the wait from sending the request to the response
-	// headers.
+	// FirstByte bounds the wait from the call to the first byte of the
+	// answer (a call's Limits may lower it).
 	FirstByte time.Duration
-	// Idle bounds the silence between two reads of the response body.
+	// Idle bounds the silence between two reads of an answer once it has
+	// started.
 	Idle time.Duration
 }
 
-// DefaultTimeouts returns connect 10 s, first byte 120 s, idle 60 s.
+// DefaultTimeouts returns connect 10 s, first byte 10 min, idle 60 s.
 func DefaultTimeouts() Timeouts {
-	return Timeouts{Connect: 10 * time.Second, FirstByte: 120 * time.Second, Idle: 60 * time.Second}
+	return Timeouts{Connect: 10 * time.Second, FirstByte: 10 * time.Minute, Idle: 60 * time.Second}
 }
 
 func (t Timeouts) withDefaults() Timeouts {
@@ -53,9 +56,6 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
-// ErrIdleTimeout is the cause of a body read cut by the idle timeout.
-var ErrIdleTimeout = errors.New("upstream idle timeout")
-
 // Route says how one connection reaches its upstream: the local address
 // to bind the outgoing socket to and the proxy to go through. The zero
 // value dials directly from the system's choice of address.
@@ -69,7 +69,8 @@ type Route struct {
 // goroutine-safe.
 type Pool struct {
 	timeouts Timeouts
-	maxBody  int // MaxBodyBytes; lowered in tests
+	maxBody  int         // MaxBodyBytes; lowered in tests
+	tls      *tls.Config // nil = the system's roots; tests trust their own
 
 	mu      sync.Mutex
 	clients map[Route]*http.Client
@@ -116,12 +117,14 @@ func (p *Pool) transport(r Route) (*http.Transport, error) {
 		MaxIdleConnsPerHost:    256,
 		IdleConnTimeout:        90 * time.Second,
 		TLSHandshakeTimeout:    p.timeouts.Connect,
-		ResponseHeaderTimeout:  p.timeouts.FirstByte,
 		ExpectContinueTimeout:  time.Second,
 		MaxResponseHeaderBytes: MaxResponseHeaderBytes,
 		// Upstream bodies are relayed as they arrive; compression would
 		// make the transport buffer and decode.
 		DisableCompression: true,
+	}
+	if p.tls != nil {
+		tr.TLSClientConfig = p.tls.Clone()
 	}
 	if r.ProxyURL != "" {
 		u, err := url.Parse(r.ProxyURL)
@@ -154,18 +157,24 @@ func (p *Pool) Close() {
 // scope).
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Do sends req with the route's client. A redirect is not followed: the
-// 3xx is the answer, its body cut to MaxRedirectBody. A gzip or deflate
-// body is decoded as it is read (bounded by MaxBodyBytes, Content-Encoding
-// and Content-Length removed from the answer's headers). The body is
-// guarded by the idle timeout: a body that stays silent longer than Idle
-// is cancelled through cancel and reads fail with ErrIdleTimeout. An
-// answer with headers over MaxResponseHeaderBytes, a malformed one or one
-// in an encoding the client cannot decode fails with a *ProtocolError; a
-// request that cannot be sent (an invalid header, a route that cannot be
-// built) fails with a *LocalError before anything is sent. The caller
-// must close the body.
-func (p *Pool) Do(req *http.Request, r Route, cancel context.CancelFunc) (*http.Response, error) {
+// Do sends req with the route's client under the call's timers
+// (docs/timeouts.md): the first byte of the answer must arrive within
+// lim.FirstByte (default Timeouts.FirstByte); once it has, the body may be
+// silent at most Timeouts.Idle between two reads, and lim.Deadline, when
+// set, ends the call whatever its progress. A call cut by a timer fails
+// (or its body reads fail) with a *TimeoutError; the caller's context
+// ending cancels it as usual.
+//
+// A redirect is not followed: the 3xx is the answer, its body cut to
+// MaxRedirectBody. A gzip or deflate body is decoded as it is read
+// (bounded by MaxBodyBytes, Content-Encoding and Content-Length removed
+// from the answer's headers). An answer with headers over
+// MaxResponseHeaderBytes, a malformed one or one in an encoding the client
+// cannot decode fails with a *ProtocolError; a request that cannot be sent
+// (an invalid header, a route that cannot be built) fails with a
+// *LocalError before anything is sent. The caller must close the body;
+// closing it stops the timers.
+func (p *Pool) Do(req *http.Request, r Route, lim Limits) (*http.Response, error) {
 	if err := CheckHeaders(req.Header); err != nil {
 		return nil, err
 	}
@@ -173,59 +182,29 @@ func (p *Pool) Do(req *http.Request, r Route, cancel context.CancelFunc) (*http.
 	if err != nil {
 		return nil, &LocalError{Err: err}
 	}
-	resp, err := c.Do(req)
+	first := lim.FirstByte
+	if first <= 0 {
+		first = p.timeouts.FirstByte
+	}
+	t := startTimers(req.Context(), first, p.timeouts.Idle, lim)
+	resp, err := c.Do(req.WithContext(t.ctx))
 	if err != nil {
+		te, cut := t.cut()
+		t.stop()
+		if cut {
+			return nil, te
+		}
 		return nil, netError(err)
 	}
-	resp.Body = newIdleBody(resp.Body, p.timeouts.Idle, cancel)
+	if !t.started() {
+		te, _ := t.cut()
+		t.stop()
+		resp.Body.Close()
+		return nil, te
+	}
+	resp.Body = &timedBody{rc: resp.Body, t: t}
 	if err := decodeResponse(resp, p.maxBody); err != nil {
 		return nil, err
 	}
 	return resp, nil
-}
-
-// idleBody cancels the request when no read completes within idle.
-type idleBody struct {
-	rc    io.ReadCloser
-	idle  time.Duration
-	timer *time.Timer
-
-	mu    sync.Mutex
-	fired bool
-}
-
-func newIdleBody(rc io.ReadCloser, idle time.Duration, cancel context.CancelFunc) *idleBody {
-	b := &idleBody{rc: rc, idle: idle}
-	b.timer = time.AfterFunc(idle, func() {
-		b.mu.Lock()
-		b.fired = true
-		b.mu.Unlock()
-		if cancel != nil {
-			cancel()
-		}
-	})
-	return b
-}
-
-// Read reads from the body and re-arms the idle timer.
-func (b *idleBody) Read(p []byte) (int, error) {
-	n, err := b.rc.Read(p)
-	if err != nil && err != io.EOF {
-		b.mu.Lock()
-		fired := b.fired
-		b.mu.Unlock()
-		if fired {
-			return n, fmt.Errorf("%w after %s: %v", ErrIdleTimeout, b.idle, err)
-		}
-	}
-	if n > 0 {
-		b.timer.Reset(b.idle)
-	}
-	return n, err
-}
-
-// Close stops the timer and closes the body.
-func (b *idleBody) Close() error {
-	b.timer.Stop()
-	return b.rc.Close()
 }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/valyala/fasthttp"
 
@@ -142,17 +143,22 @@ func protocolErr(fault error, detail string) error {
 	return &ProtocolError{Err: fault, Detail: detail}
 }
 
-// fastError turns a fasthttp client error into the package's errors: the
-// deadline into ErrDeadline, oversized or unparseable answers into a
-// ProtocolError, anything else (dial, reset, EOF) into a transport error.
-// fasthttp reports a header it cannot parse as a plain error whose text
-// starts "error when reading response headers"; a connection that closes
-// mid-headers wraps io.EOF and stays a transport error.
-func fastError(err error) error {
+// fastError turns a fasthttp client error into the package's errors: a
+// phasedConn's idle cut stays its *TimeoutError, the call's deadline (the
+// first-byte limit, firstByte) becomes a *TimeoutError for
+// TimerFirstByte, oversized or unparseable answers a ProtocolError,
+// anything else (dial, reset, EOF) a transport error. fasthttp reports a
+// header it cannot parse as a plain error whose text starts "error when
+// reading response headers"; a connection that closes mid-headers wraps
+// io.EOF and stays a transport error.
+func fastError(err error, firstByte time.Duration) error {
 	var small *fasthttp.ErrSmallBuffer
+	if te, ok := AsTimeout(err); ok {
+		return te
+	}
 	switch {
 	case errors.Is(err, fasthttp.ErrTimeout):
-		return fmt.Errorf("%w: %v", ErrDeadline, err)
+		return &TimeoutError{Timer: TimerFirstByte, Limit: firstByte}
 	case errors.As(err, &small):
 		return protocolErr(ErrHeaderTooLarge, "")
 	case errors.Is(err, fasthttp.ErrBodyTooLarge):

@@ -30,7 +30,7 @@ func both(t *testing.T, url string, h http.Header, body string, f func(t *testin
 		for k, vs := range h {
 			req.Header[k] = vs
 		}
-		resp, err := p.Do(req, Route{}, nil)
+		resp, err := p.Do(req, Route{}, Limits{})
 		if err != nil {
 			f(t, 0, nil, nil, err)
 			return
@@ -40,7 +40,7 @@ func both(t *testing.T, url string, h http.Header, body string, f func(t *testin
 		f(t, resp.StatusCode, resp.Header, b, err)
 	})
 	t.Run("DoBuffered", func(t *testing.T) {
-		b, err := p.DoBuffered(http.MethodPost, url, h, []byte(body), Route{}, time.Now().Add(10*time.Second))
+		b, err := p.DoBuffered(http.MethodPost, url, h, []byte(body), Route{}, 10*time.Second)
 		if err != nil {
 			f(t, 0, nil, nil, err)
 			return
@@ -228,7 +228,7 @@ func TestErrorsDoNotQuoteTheURL(t *testing.T) {
 	p := NewPool(Timeouts{Connect: time.Second})
 	defer p.Close()
 	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/v1/models?key=AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", nil)
-	_, err := p.Do(req, Route{}, nil)
+	_, err := p.Do(req, Route{}, Limits{})
 	if err == nil || strings.Contains(err.Error(), "AIza") || !strings.Contains(err.Error(), "connection refused") {
 		t.Fatalf("err = %v", err)
 	}
