@@ -80,7 +80,7 @@ func (p *Proxy) TestConnection(ctx context.Context, cn *topology.Connection, mod
 	limit := "max_tokens"
 	t0 := time.Now()
 	for {
-		status, hdr, body, err := p.connTestCall(tctx, cancel, cn, ex, route, connTestBody(model, limit))
+		status, hdr, body, err := p.connTestCall(tctx, upstream.Limits{FirstByte: timeout, Deadline: timeout}, cn, ex, route, connTestBody(model, limit))
 		res.LatencyMS = time.Since(t0).Milliseconds()
 		switch {
 		case err != nil:
@@ -108,7 +108,7 @@ func (p *Proxy) TestConnection(ctx context.Context, cn *topology.Connection, mod
 
 // connTestCall sends one test request and reads its answer (an error
 // body up to maxErrorBody, a 2xx body up to maxConnTestBody).
-func (p *Proxy) connTestCall(ctx context.Context, cancel context.CancelFunc, cn *topology.Connection, ex *provider.Exchange, route upstream.Route, body []byte) (int, http.Header, []byte, error) {
+func (p *Proxy) connTestCall(ctx context.Context, lim upstream.Limits, cn *topology.Connection, ex *provider.Exchange, route upstream.Route, body []byte) (int, http.Header, []byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ex.URL(cn.Provider.BaseURL, nil), bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("building the test request: %w", err)
@@ -117,7 +117,7 @@ func (p *Proxy) connTestCall(ctx context.Context, cancel context.CancelFunc, cn 
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", p.ua)
 	cn.Provider.Adapter.SetHeaders(req.Header, cn.APIKey, nil)
-	resp, err := p.up.Do(req, route, cancel)
+	resp, err := p.up.Do(req, route, lim)
 	if err != nil {
 		return 0, nil, nil, err
 	}
