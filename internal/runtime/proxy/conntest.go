@@ -80,7 +80,7 @@ func (p *Proxy) TestConnection(ctx context.Context, cn *topology.Connection, mod
 	limit := "max_tokens"
 	t0 := time.Now()
 	for {
-		status, hdr, body, err := p.connTestCall(tctx, upstream.Limits{FirstByte: timeout, Deadline: timeout}, cn, ex, route, connTestBody(model, limit))
+		status, hdr, body, err := p.connTestCall(tctx, upstream.Limits{Deadline: timeout}, cn, ex, route, connTestBody(model, limit))
 		res.LatencyMS = time.Since(t0).Milliseconds()
 		switch {
 		case err != nil:
