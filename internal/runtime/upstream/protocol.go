@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/coding"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // Bounds of an upstream answer, on both clients.
@@ -66,7 +66,7 @@ const maxValidatedBody = 64 << 10
 // broken answer.
 func CheckJSONBody(b []byte) error {
 	t := bytes.TrimSpace(b)
-	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' || len(t) <= maxValidatedBody && !json.Valid(t) {
+	if len(t) < 2 || t[0] != '{' || t[len(t)-1] != '}' || len(t) <= maxValidatedBody && !wire.Valid(t) {
 		return protocolErr(ErrMalformedBody, "")
 	}
 	return nil

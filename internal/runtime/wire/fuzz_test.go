@@ -35,7 +35,7 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		isJSON := json.Valid(body)
-		if valid(body) != isJSON {
+		if Valid(body) != isJSON {
 			t.Fatalf("the scanner's validity %v, json.Valid %v", !isJSON, isJSON)
 		}
 		for f := range NumFormats {

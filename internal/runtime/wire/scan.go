@@ -247,7 +247,7 @@ func (s *scanner) request() (Request, error) {
 	s.ws()
 	if !s.eat('{') {
 		s.checked = true
-		if valid(body) {
+		if Valid(body) {
 			return r, &FieldError{Field: "body", Message: "request body must be a JSON object"}
 		}
 		return r, notJSON()

@@ -34,8 +34,8 @@ func TestScannerValidatesAsEncodingJSON(t *testing.T) {
 	}
 	for _, d := range docs {
 		want := json.Valid([]byte(d))
-		if got := valid([]byte(d)); got != want {
-			t.Errorf("valid(%.60q) = %v, json.Valid %v", d, got, want)
+		if got := Valid([]byte(d)); got != want {
+			t.Errorf("Valid(%.60q) = %v, json.Valid %v", d, got, want)
 		}
 		_, err := Parse([]byte(d))
 		var fe *FieldError
