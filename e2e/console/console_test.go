@@ -22,9 +22,7 @@ const mockScript = `
 rules:
   - {name: down is down, key: sk-e2e-down-1, responses: [{status: 503}]}
   - {name: beta key 1 rate limited, key: sk-e2e-beta-1, responses: [{status: 429, headers: {Retry-After: "60"}}]}
-  - name: beta key 2 rate limited without a hint
-    key: sk-e2e-beta-2
-    responses: [{status: 429, body: '{"error": {"message": "Too many requests on this key.", "type": "requests"}}'}]
+  - {name: beta key 2 rate limited without a hint, key: sk-e2e-beta-2, responses: [{status: 429}]}
   - name: broke has no credit
     key: sk-e2e-broke-1
     responses: [{status: 402, body: '{"error": {"message": "Your credit balance is too low to access the API.", "type": "invalid_request_error"}}'}]
@@ -38,10 +36,10 @@ state: {backend: badger, path: DIR/data}
 resilience:
   request_queue: {auto_enable_api_key_providers: false}
   model_lockout: {enabled: true}
-  # beta's second key gets a 429 without Retry-After: base × 2^0 = 60 s,
+  # beta's second key gets a 429 without Retry-After: base × 2^0 = 120 s,
   # backoff level 1 (its first key's Retry-After: 60 keeps level 0).
   connection_cooldown:
-    apikey: {base_ms: 60000, max_backoff_level: 5}
+    apikey: {base_ms: 120000, max_backoff_level: 5}
 providers:
   - id: alpha
     kind: openai
@@ -195,8 +193,12 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	step(t, b, g, "cooling and terminal connections: time left, backoff, last error, when and why", func(t *testing.T) {
 		b.page("providers", has(`[data-conn="beta/bq2"] [data-field=state] .countdown`))
 		// beta's keys: bq1 cools for its Retry-After (60 s, level 0), bq2
-		// for base × 2^0 = 60 s with its level raised to 1.
-		for conn, level := range map[string]string{"bq1": "0", "bq2": "1"} {
+		// for base × 2^0 = 120 s with its level raised to 1.
+		for conn, want := range map[string]struct {
+			level   string
+			seconds float64
+		}{"bq1": {"0", 60}, "bq2": {"1", 120}} {
+			level := want.level
 			c, row := g.apiConn("beta", conn), `[data-conn="beta/`+conn+`"]`
 			if got := b.text(row + " [data-field=backoff]"); got != level || fmt.Sprint(path(c, "backoff_level")) != level {
 				t.Errorf("beta/%s: backoff level %q on the page, %v in the API, want %s", conn, got, path(c, "backoff_level"), level)
@@ -209,11 +211,11 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 			}
 			shown := b.text(row + " [data-field=state] .countdown")
 			left, ok := leftOnPage(shown)
-			if apiLeft := path(c, "remaining_ms").(float64) / 1000; !ok || left <= 0 || left > 60 || math.Abs(left-apiLeft) > 2 {
-				t.Errorf("beta/%s: %q left on the page, the API says %.1f s (of 60 s)", conn, shown, apiLeft)
+			if apiLeft := path(c, "remaining_ms").(float64) / 1000; !ok || left <= 0 || left > want.seconds || math.Abs(left-apiLeft) > 3 {
+				t.Errorf("beta/%s: %q left on the page, the API says %.1f s (of %v s)", conn, shown, apiLeft, want.seconds)
 			}
 			lastErr := b.text(row + " [data-field=last-error]")
-			if path(c, "error_code") != float64(429) || path(c, "last_error_type") != "rate_limit" {
+			if path(c, "error_code") != float64(429) || path(c, "last_error_type") != "rate_limit" || path(c, "last_error") != "upstream 429" {
 				t.Errorf("admin API: beta/%s last error %v/%v, want a 429 rate_limit", conn, path(c, "error_code"), path(c, "last_error_type"))
 			}
 			for _, want := range []string{"rate_limit", "429", fmt.Sprint(path(c, "last_error"))} {
@@ -221,9 +223,6 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 					t.Errorf("beta/%s: last error %q on the page lacks %q", conn, lastErr, want)
 				}
 			}
-		}
-		if got := b.text(`[data-conn="beta/bq2"] [data-field=last-error]`); !strings.Contains(got, "Too many requests on this key.") {
-			t.Errorf("beta/bq2: last error %q, want the upstream's message", got)
 		}
 		// broke/b1key: out of credit, terminal since the 402, with the rule
 		// that judged it.
@@ -317,7 +316,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 			pageUntil, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(until))
 			apiUntil, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(path(l, "expires_at")))
 			left, ok := leftOnPage(b.text(row + " [data-field=time-left]"))
-			if err1 != nil || err2 != nil || !pageUntil.Equal(apiUntil) || !ok || left <= 0 || math.Abs(left-time.Until(apiUntil).Seconds()) > 2 {
+			if err1 != nil || err2 != nil || !pageUntil.Equal(apiUntil) || !ok || left <= 0 || math.Abs(left-time.Until(apiUntil).Seconds()) > 3 {
 				t.Errorf("lockout %s: %q left (until %v) on the page, the API says until %v", ref, b.text(row+" [data-field=time-left]"), until, path(l, "expires_at"))
 			}
 		}
@@ -639,7 +638,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		// The lockout had about its 120 s base left (model_lockout.base_cooldown_ms).
 		left, ok := leftOnPage(strings.TrimSuffix(b.text(sel+" [data-field=time-left]"), " left"))
 		apiLeft, _ := path(skip, "seconds_left").(float64)
-		if !ok || left <= 0 || left > 120 || math.Abs(left-apiLeft) > 1 {
+		if !ok || left <= 0 || left > 120 || math.Abs(left-apiLeft) > 1.5 {
 			t.Errorf("skipped down/d1key d1: time left %q, want the API's %.1f s (≤ 120 s)", b.text(sel+" [data-field=time-left]"), apiLeft)
 		}
 		b.clean("requests: skipped candidates")
