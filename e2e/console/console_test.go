@@ -203,10 +203,8 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 			if got := b.text(row + " [data-field=backoff]"); got != level || fmt.Sprint(path(c, "backoff_level")) != level {
 				t.Errorf("beta/%s: backoff level %q on the page, %v in the API, want %s", conn, got, path(c, "backoff_level"), level)
 			}
-			until := b.js(`document.querySelector(` + q(row+" [data-field=state] .countdown") + `).dataset.until`)
-			pageUntil, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(until))
-			apiUntil, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(path(c, "rate_limited_until")))
-			if err1 != nil || err2 != nil || !pageUntil.Equal(apiUntil) {
+			until := b.data(row+" [data-field=state] .countdown", "until")
+			if !sameInstant(until, path(c, "rate_limited_until")) {
 				t.Errorf("beta/%s: the page counts down to %v, the API says cooling until %v", conn, until, path(c, "rate_limited_until"))
 			}
 			shown := b.text(row + " [data-field=state] .countdown")
@@ -242,14 +240,12 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		if got := b.text(row + " [data-field=terminal-rule]"); got != path(c, "terminal_rule") {
 			t.Errorf("broke/b1key: rule %q on the page, %v in the API", got, path(c, "terminal_rule"))
 		}
-		at := b.js(`(document.querySelector(` + q(row+" [data-field=terminal-at]") + `) || {dataset: {}}).dataset.at || ''`)
-		pageAt, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(at))
-		apiAt, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(path(c, "terminal_at")))
-		if err1 != nil || err2 != nil || !pageAt.Equal(apiAt) || b.text(row+" [data-field=terminal-at]") == "–" {
+		at := b.data(row+" [data-field=terminal-at]", "at")
+		if !sameInstant(at, path(c, "terminal_at")) || b.text(row+" [data-field=terminal-at]") == "–" {
 			t.Errorf("broke/b1key: terminal since %v (%q) on the page, %v in the API", at, b.text(row+" [data-field=terminal-at]"), path(c, "terminal_at"))
 		}
 		// The window gate is off in this configuration: the page says so.
-		if got := b.js(`document.querySelector('[data-provider="down"] [data-field=window-gate]').dataset.state`); got != "off" {
+		if got := b.data(`[data-provider="down"] [data-field=window-gate]`, "state"); got != "off" {
 			t.Errorf("down's window gate shows %v, want off (provider_cooldown disabled)", got)
 		}
 		b.clean("cooling and terminal details")
@@ -312,11 +308,10 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 			if !strings.Contains(reason, fmt.Sprint(path(l, "reason"))) || (path(l, "status") != nil && !strings.Contains(reason, fmt.Sprint(path(l, "status")))) {
 				t.Errorf("lockout %s: reason %q on the page, the API says %v %v", ref, reason, path(l, "reason"), path(l, "status"))
 			}
-			until := b.js(`document.querySelector(` + q(row+" [data-field=time-left] .countdown") + `).dataset.until`)
-			pageUntil, err1 := time.Parse(time.RFC3339Nano, fmt.Sprint(until))
-			apiUntil, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(path(l, "expires_at")))
+			until := b.data(row+" [data-field=time-left] .countdown", "until")
+			apiUntil, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(path(l, "expires_at")))
 			left, ok := leftOnPage(b.text(row + " [data-field=time-left]"))
-			if err1 != nil || err2 != nil || !pageUntil.Equal(apiUntil) || !ok || left <= 0 || math.Abs(left-time.Until(apiUntil).Seconds()) > 3 {
+			if !sameInstant(until, path(l, "expires_at")) || !ok || left <= 0 || math.Abs(left-time.Until(apiUntil).Seconds()) > 3 {
 				t.Errorf("lockout %s: %q left (until %v) on the page, the API says until %v", ref, b.text(row+" [data-field=time-left]"), until, path(l, "expires_at"))
 			}
 		}
@@ -395,14 +390,10 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 			t.Fatalf("down/d2: %d, want 503", code)
 		}
 		b.wait("down cooling", has(gate+`[data-state=cooling] .countdown`), 3*time.Second)
-		apiUntil, err := time.Parse(time.RFC3339Nano, fmt.Sprint(path(g.get("/api/monitoring/health"), "providers", "down", "cooling_until")))
-		if err != nil {
-			t.Fatalf("admin API: down is not cooling: %v", err)
-		}
-		until := b.js(`document.querySelector(` + q(gate+" .countdown") + `).dataset.until`)
-		pageUntil, err := time.Parse(time.RFC3339Nano, fmt.Sprint(until))
+		apiUntil := path(g.get("/api/monitoring/health"), "providers", "down", "cooling_until")
+		until := b.data(gate+" .countdown", "until")
 		left, ok := leftOnPage(b.text(gate + " .countdown"))
-		if err != nil || !pageUntil.Equal(apiUntil) || !ok || left <= 0 || left > 60 {
+		if !sameInstant(until, apiUntil) || !ok || left <= 0 || left > 60 {
 			t.Errorf("down's window gate: %q left until %v on the page, the API says until %v (1 min)", b.text(gate+" .countdown"), until, apiUntil)
 		}
 		if got := b.text(gate); !strings.Contains(got, "2/2 failures") || !strings.Contains(got, "cools 1 min 00 s") {
@@ -711,6 +702,13 @@ func (g *gateway) apiConn(provider, conn string) any {
 	}
 	g.t.Fatalf("admin API: no connection %s/%s in the cooldowns", provider, conn)
 	return nil
+}
+
+// sameInstant reports that page and api are the same time, both in RFC 3339.
+func sameInstant(page string, api any) bool {
+	p, err1 := time.Parse(time.RFC3339Nano, page)
+	a, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(api))
+	return err1 == nil && err2 == nil && p.Equal(a)
 }
 
 // leftOnPage parses the time left a countdown shows ("58.3 s", "1 min 59 s")
