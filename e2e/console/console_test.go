@@ -378,6 +378,7 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 			t.Fatalf("PATCH provider_cooldown.enabled: %d %v", code, m)
 		}
 		gate := `[data-provider="down"] [data-field=window-gate]`
+		b.page("providers", has(gate))
 		b.wait("window gate on", has(gate+`[data-state=open]`), 3*time.Second)
 		if got := b.text(gate); !strings.Contains(got, "0/2 failures within 5 min 00 s") {
 			t.Errorf("down's window gate: %q, want 0/2 failures within 5 min", got)
