@@ -180,6 +180,16 @@ func (b *browser) text(sel string) string {
 	return v
 }
 
+// data returns the data-key attribute of the first element matching sel
+// ("" when none).
+func (b *browser) data(sel, key string) string {
+	v, err := chromedp.Run(b.ctx, chromedp.Evaluate[string]("((document.querySelector("+q(sel)+") || {dataset: {}}).dataset["+q(key)+"] || '')"))
+	if err != nil {
+		return "<" + err.Error() + ">"
+	}
+	return v
+}
+
 // click clicks the element matching sel (through the DOM, so that a live
 // re-render between finding and clicking cannot miss it).
 func (b *browser) click(sel string) {

@@ -2,20 +2,13 @@ package console
 
 import (
 	"fmt"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
-)
-
-// Waiting for hooks of other parts of the gateway. When one lands, flip it
-// here and the steps that need it run.
-const (
-	// attemptTrailWired: the attempt loop reports each request with its
-	// attempts (proxy.Options.RequestObserver feeds the request log).
-	attemptTrailWired = true
 )
 
 const adminToken = "e2e-admin-token-5f0c2a9d8b7e41aa"
@@ -134,6 +127,11 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	for range 3 {
 		g.chat("alpha/m1")
 	}
+	// beta/q1 again: both keys cool now, so this one skips them (skipped
+	// candidates in the request log) and makes no attempt.
+	if code := g.chat("beta/q1"); code < 400 {
+		t.Fatalf("beta/q1 again: %d, want an error (both keys cooling)", code)
+	}
 	// Lockouts: beta's two keys on q1 (429) and down's d1 (503).
 	if n := len(g.get("/api/resilience/model-cooldowns")["lockouts"].([]any)); n != 3 {
 		t.Fatalf("%d lockouts, want 3", n)
@@ -188,6 +186,63 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		b.clean("providers")
 	})
 
+	step(t, b, g, "cooling and terminal connections: time left, backoff, last error, when and why", func(t *testing.T) {
+		b.page("providers", has(`[data-conn="beta/bq2"] [data-field=state] .countdown`))
+		// beta's keys cool for their Retry-After (60 s; an honoured hint
+		// keeps the backoff level at 0).
+		for _, conn := range []string{"bq1", "bq2"} {
+			c, row := g.apiConn("beta", conn), `[data-conn="beta/`+conn+`"]`
+			if got := b.text(row + " [data-field=backoff]"); got != "0" || path(c, "backoff_level") != float64(0) {
+				t.Errorf("beta/%s: backoff level %q on the page, %v in the API, want 0", conn, got, path(c, "backoff_level"))
+			}
+			until := b.data(row+" [data-field=state] .countdown", "until")
+			if !sameInstant(until, path(c, "rate_limited_until")) {
+				t.Errorf("beta/%s: the page counts down to %v, the API says cooling until %v", conn, until, path(c, "rate_limited_until"))
+			}
+			shown := b.text(row + " [data-field=state] .countdown")
+			left, ok := leftOnPage(shown)
+			if apiLeft := path(c, "remaining_ms").(float64) / 1000; !ok || left <= 0 || left > 60 || math.Abs(left-apiLeft) > 3 {
+				t.Errorf("beta/%s: %q left on the page, the API says %.1f s (of 60 s)", conn, shown, apiLeft)
+			}
+			lastErr := b.text(row + " [data-field=last-error]")
+			if path(c, "error_code") != float64(429) || path(c, "last_error_type") != "rate_limit" || path(c, "last_error") == nil {
+				t.Errorf("admin API: beta/%s last error %v/%v %q, want a 429 rate_limit with a message", conn, path(c, "error_code"), path(c, "last_error_type"), path(c, "last_error"))
+			}
+			for _, want := range []string{"rate_limit", "429", fmt.Sprint(path(c, "last_error"))} {
+				if !strings.Contains(lastErr, want) {
+					t.Errorf("beta/%s: last error %q on the page lacks %q", conn, lastErr, want)
+				}
+			}
+		}
+		// broke/b1key: out of credit, terminal since the 402, with the rule
+		// that judged it.
+		c, row := g.apiConn("broke", "b1key"), `[data-conn="broke/b1key"]`
+		if path(c, "test_status") != "credits_exhausted" || path(c, "terminal_reason") == nil || path(c, "terminal_rule") == nil {
+			t.Fatalf("admin API: broke/b1key %v, want credits_exhausted with a reason and a rule", c)
+		}
+		if !strings.Contains(b.js(`document.querySelector(`+q(row)+`).className`).(string), "row-terminal") {
+			t.Errorf("broke/b1key is not shown as terminal")
+		}
+		if got := b.text(row + " [data-field=state]"); !strings.Contains(got, "credits_exhausted") {
+			t.Errorf("broke/b1key state %q, want credits_exhausted", got)
+		}
+		if got := b.text(row + " [data-field=terminal-reason]"); got != path(c, "terminal_reason") {
+			t.Errorf("broke/b1key: why %q on the page, %v in the API", got, path(c, "terminal_reason"))
+		}
+		if got := b.text(row + " [data-field=terminal-rule]"); got != path(c, "terminal_rule") {
+			t.Errorf("broke/b1key: rule %q on the page, %v in the API", got, path(c, "terminal_rule"))
+		}
+		at := b.data(row+" [data-field=terminal-at]", "at")
+		if !sameInstant(at, path(c, "terminal_at")) || b.text(row+" [data-field=terminal-at]") == "–" {
+			t.Errorf("broke/b1key: terminal since %v (%q) on the page, %v in the API", at, b.text(row+" [data-field=terminal-at]"), path(c, "terminal_at"))
+		}
+		// The window gate is off in this configuration: the page says so.
+		if got := b.data(`[data-provider="down"] [data-field=window-gate]`, "state"); got != "off" {
+			t.Errorf("down's window gate shows %v, want off (provider_cooldown disabled)", got)
+		}
+		b.clean("cooling and terminal details")
+	})
+
 	step(t, b, g, "reset breaker", func(t *testing.T) {
 		b.click(`[data-action="reset-breaker:down"]`)
 		b.wait("down CLOSED", has(`[data-provider="down"].state-closed`), 3*time.Second)
@@ -234,7 +289,30 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	step(t, b, g, "model lockouts: re-enable one, then all", func(t *testing.T) {
 		b.page("lockouts", has("[data-lockout]"))
 		b.shot(shots, "lockouts")
-		before := len(g.get("/api/resilience/model-cooldowns")["lockouts"].([]any))
+		lockouts := g.get("/api/resilience/model-cooldowns")["lockouts"].([]any)
+		before := len(lockouts)
+		// Each lockout shows its reason (and status) and the time it has
+		// left, as the admin API reports them.
+		for _, l := range lockouts {
+			ref := fmt.Sprintf("%v/%v/%v", path(l, "provider"), path(l, "connection"), path(l, "model"))
+			row := `[data-lockout="` + ref + `"]`
+			reason := b.text(row + " [data-field=reason]")
+			if !strings.Contains(reason, fmt.Sprint(path(l, "reason"))) || (path(l, "status") != nil && !strings.Contains(reason, fmt.Sprint(path(l, "status")))) {
+				t.Errorf("lockout %s: reason %q on the page, the API says %v %v", ref, reason, path(l, "reason"), path(l, "status"))
+			}
+			until := b.data(row+" [data-field=time-left] .countdown", "until")
+			apiUntil, _ := time.Parse(time.RFC3339Nano, fmt.Sprint(path(l, "expires_at")))
+			left, ok := leftOnPage(b.text(row + " [data-field=time-left]"))
+			if !sameInstant(until, path(l, "expires_at")) || !ok || left <= 0 || math.Abs(left-time.Until(apiUntil).Seconds()) > 3 {
+				t.Errorf("lockout %s: %q left (until %v) on the page, the API says until %v", ref, b.text(row+" [data-field=time-left]"), until, path(l, "expires_at"))
+			}
+		}
+		// beta's rate-limited keys: rate_limit 429 on q1; down's 503 on d1.
+		for ref, want := range map[string]string{"beta/bq1/q1": "429", "beta/bq2/q1": "429", "down/d1key/d1": "503"} {
+			if got := b.text(`[data-lockout="` + ref + `"] [data-field=reason]`); !strings.Contains(got, want) {
+				t.Errorf("lockout %s: reason %q, want status %s", ref, got, want)
+			}
+		}
 		b.click(`[data-action="reenable:beta/bq1/q1"]`)
 		b.wait("one lockout fewer", fmt.Sprintf("document.querySelectorAll('[data-lockout]').length === %d", before-1), 3*time.Second)
 		if has := b.text(`[data-lockout="beta/bq1/q1"]`); has != "" {
@@ -285,6 +363,42 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		b.clean("connection test")
 	})
 
+	step(t, b, g, "window gate: counting, then cooling the provider", func(t *testing.T) {
+		// provider_cooldown on at run time; down (profile local) cools for
+		// 1 min after 2 failures within 5 min.
+		if code, m := g.admin("PATCH", "/api/resilience", map[string]any{"provider_cooldown": map[string]any{"enabled": true}}); code != 200 {
+			t.Fatalf("PATCH provider_cooldown.enabled: %d %v", code, m)
+		}
+		gate := `[data-provider="down"] [data-field=window-gate]`
+		b.page("providers", has(gate))
+		b.wait("window gate on", has(gate+`[data-state=open]`), 3*time.Second)
+		if got := b.text(gate); !strings.Contains(got, "0/2 failures within 5 min 00 s") {
+			t.Errorf("down's window gate: %q, want 0/2 failures within 5 min", got)
+		}
+		if code := g.chat("down/d1"); code != 503 {
+			t.Fatalf("down/d1: %d, want 503", code)
+		}
+		b.wait("one failure counted", `document.querySelector(`+q(gate)+`).innerText.includes('1/2 failures')`, 3*time.Second)
+		if code := g.chat("down/d2"); code != 503 {
+			t.Fatalf("down/d2: %d, want 503", code)
+		}
+		b.wait("down cooling", has(gate+`[data-state=cooling] .countdown`), 3*time.Second)
+		apiUntil := path(g.get("/api/monitoring/health"), "providers", "down", "cooling_until")
+		until := b.data(gate+" .countdown", "until")
+		left, ok := leftOnPage(b.text(gate + " .countdown"))
+		if !sameInstant(until, apiUntil) || !ok || left <= 0 || left > 60 {
+			t.Errorf("down's window gate: %q left until %v on the page, the API says until %v (1 min)", b.text(gate+" .countdown"), until, apiUntil)
+		}
+		if got := b.text(gate); !strings.Contains(got, "cools 1 min 00 s") {
+			t.Errorf("down's window gate: %q, want a 1 min cooldown", got)
+		}
+		if code, m := g.admin("PATCH", "/api/resilience", map[string]any{"provider_cooldown": map[string]any{"enabled": false}}); code != 200 {
+			t.Fatalf("PATCH provider_cooldown.enabled back off: %d %v", code, m)
+		}
+		b.wait("window gate off again", has(gate+`[data-state=off]`), 3*time.Second)
+		b.clean("window gate")
+	})
+
 	step(t, b, g, "settings: a bad value is refused at the field, a good one saved", func(t *testing.T) {
 		b.page("settings", has(`[data-card="combo"]`))
 		field := `[data-card="combo"] [data-path="combo_cooldown_wait.max_wait_ms"]`
@@ -308,6 +422,30 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		b.wait("usage-wall opt-in shown", `document.querySelector('[data-wall="claude/c1key"]').innerText.includes('on')`, 3*time.Second)
 		b.shot(shots, "settings")
 		b.clean("settings")
+	})
+
+	step(t, b, g, "settings: the emergency-fallback flag flipped on the page", func(t *testing.T) {
+		box := `[data-card="flags"] [data-path="emergency_fallback.enabled"]`
+		b.wait("the flag's box", has(box), 3*time.Second)
+		if b.js(`document.querySelector(`+q(box)+`).checked`) != false || path(g.get("/api/resilience"), "emergency_fallback", "enabled") != false {
+			t.Fatal("emergency_fallback must start disabled (the configuration's default)")
+		}
+		for _, on := range []bool{true, false} {
+			b.click(box)
+			b.click(`[data-action="save:flags"]`)
+			deadline := time.Now().Add(3 * time.Second)
+			for path(g.get("/api/resilience"), "emergency_fallback", "enabled") != on {
+				if time.Now().After(deadline) {
+					t.Fatalf("admin API: emergency_fallback.enabled not %v after saving the page", on)
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got := path(g.get("/api/console/state"), "flags", "emergency_fallback"); got != on {
+				t.Fatalf("admin API: console state flags.emergency_fallback %v, want %v", got, on)
+			}
+			b.wait(fmt.Sprintf("the box shows %v after the save", on), fmt.Sprintf(`document.querySelector(%s).checked === %v`, q(box), on), 3*time.Second)
+		}
+		b.clean("emergency flag")
 	})
 
 	step(t, b, g, "combos: edit with a bad then a good target, delete, create", func(t *testing.T) {
@@ -446,9 +584,6 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		}
 		b.shot(shots, "requests")
 		b.clean("requests")
-		if !attemptTrailWired {
-			t.Skip("waiting for the attempt loop's hook (server.RecordRequest): the per-attempt trail")
-		}
 		b.wait("two attempts", "document.querySelectorAll('#attempts li').length === 2", 3*time.Second)
 		first, second := b.text(`#attempts li[data-attempt="1"]`), b.text(`#attempts li[data-attempt="2"]`)
 		if !strings.Contains(first, "down/d1key") || !strings.Contains(second, "alpha/") || !strings.Contains(second, "success") {
@@ -460,6 +595,38 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		if got := b.text("#decisions"); !strings.Contains(got, "down/d1key") || !strings.Contains(got, "503") {
 			t.Fatalf("decisions of the request: %q, want down/d1key's 503", got)
 		}
+
+		// The second beta/q1 request skipped both keys (cooling): its
+		// detail lists each skip with its reason and the time it had left.
+		seq = ""
+		var skipped []any
+		for _, r := range g.get("/api/console/requests?limit=500")["requests"].([]any) {
+			if path(r, "model") == "beta/q1" && path(r, "attempts") == float64(0) {
+				seq = fmt.Sprint(path(r, "seq"))
+				skipped, _ = path(r, "skipped").([]any)
+			}
+		}
+		if seq == "" || len(skipped) != 2 {
+			t.Fatalf("admin API: the second beta/q1 request (seq %q) skipped %v, want bq1 and bq2", seq, skipped)
+		}
+		b.click(`tr[data-seq="` + seq + `"]`)
+		b.wait("the skipped candidates", "document.querySelectorAll('#skipped li').length === 2", 3*time.Second)
+		for _, sk := range skipped {
+			sel := fmt.Sprintf(`#skipped li[data-skip="%v/%v/%v"]`, path(sk, "provider"), path(sk, "connection"), path(sk, "model"))
+			reason := path(sk, "reason")
+			if reason != "connection_cooldown" && reason != "model_lockout" {
+				t.Errorf("admin API: skip %v, want a cooldown or lockout reason", sk)
+			}
+			if got := b.text(sel + " .badge"); got != reason {
+				t.Errorf("%s: reason %q on the page, %v in the API", sel, got, reason)
+			}
+			left, ok := leftOnPage(strings.TrimSuffix(b.text(sel+" [data-field=time-left]"), " left"))
+			apiLeft, _ := path(sk, "seconds_left").(float64)
+			if !ok || left <= 0 || left > 120 || math.Abs(left-apiLeft) > 1.5 {
+				t.Errorf("%s: time left %q, want the API's %.1f s", sel, b.text(sel+" [data-field=time-left]"), apiLeft)
+			}
+		}
+		b.clean("requests: skipped candidates")
 	})
 
 	step(t, b, g, "overview charts", func(t *testing.T) {
@@ -517,6 +684,38 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 		}
 		b.clean("sign out")
 	})
+}
+
+// apiConn is one connection of GET /api/resilience/cooldowns.
+func (g *gateway) apiConn(provider, conn string) any {
+	g.t.Helper()
+	for _, c := range g.get("/api/resilience/cooldowns?provider=" + provider)["connections"].([]any) {
+		if path(c, "connection") == conn {
+			return c
+		}
+	}
+	g.t.Fatalf("admin API: no connection %s/%s in the cooldowns", provider, conn)
+	return nil
+}
+
+// sameInstant reports that page and api are the same time, both in RFC 3339.
+func sameInstant(page string, api any) bool {
+	p, err1 := time.Parse(time.RFC3339Nano, page)
+	a, err2 := time.Parse(time.RFC3339Nano, fmt.Sprint(api))
+	return err1 == nil && err2 == nil && p.Equal(a)
+}
+
+// leftOnPage parses the time left a countdown shows ("58.3 s", "1 min 59 s")
+// in seconds; ok is false for anything else.
+func leftOnPage(s string) (float64, bool) {
+	var m, sec float64
+	if _, err := fmt.Sscanf(s, "%g min %g s", &m, &sec); err == nil {
+		return m*60 + sec, true
+	}
+	if _, err := fmt.Sscanf(s, "%g s", &sec); err == nil {
+		return sec, true
+	}
+	return 0, false
 }
 
 // step runs fn as a subtest whose failures the browser and gateway helpers

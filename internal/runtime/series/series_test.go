@@ -156,3 +156,55 @@ func TestEmptyHistogramVectorCountsAsZero(t *testing.T) {
 		t.Fatalf("sample %+v: want p50 55 ms from the first observations", s)
 	}
 }
+
+func TestObserveComputesOverheadAndStreamTTFB(t *testing.T) {
+	clk := enginetest.NewClock(t0)
+	r := New(5*time.Second, 15*time.Minute)
+	base := totals(20, 20, hist(latBounds, 20, 0, 0, 0))
+	base.Overhead = hist(latBounds, 20, 0, 0, 0)
+	base.TTFB = hist(latBounds, 0, 4, 0, 0)
+	r.Observe(clk.Now(), base)
+	clk.Advance(5 * time.Second)
+	cur := totals(30, 30, hist(latBounds, 30, 0, 0, 0))
+	// 10 more requests: the gateway's own time of 8 in (0, 10 ms] and 2 in
+	// (10 ms, 100 ms]; 4 more streams whose first byte came in (100 ms, 1 s].
+	cur.Overhead = hist(latBounds, 28, 2, 0, 0)
+	cur.TTFB = hist(latBounds, 0, 4, 4, 0)
+	s, ok := r.Observe(clk.Now(), cur)
+	if !ok {
+		t.Fatal("the second reading must give a sample")
+	}
+	// Overhead: p50 at rank 5 of 8 in the first bucket → 10 × 5/8 = 6.25 ms;
+	// p99 at rank 9.9, 1.9 of 2 into (10, 100] → 10 + 90 × 1.9/2 = 95.5 ms.
+	if s.OverheadP50MS == nil || *s.OverheadP50MS != 6.25 {
+		t.Fatalf("overhead p50 %v, want 6.25 ms", s.OverheadP50MS)
+	}
+	if s.OverheadP99MS == nil || math.Abs(*s.OverheadP99MS-95.5) > 1e-9 {
+		t.Fatalf("overhead p99 %v, want 95.5 ms", s.OverheadP99MS)
+	}
+	// TTFB: only this interval's 4 streams count (the 4 earlier ones in
+	// (10, 100] are the baseline): p50 at rank 2 → 100 + 900 × 2/4 = 550 ms;
+	// p99 at rank 3.96 → 100 + 900 × 3.96/4 = 991 ms.
+	if s.TTFBP50MS == nil || *s.TTFBP50MS != 550 {
+		t.Fatalf("stream TTFB p50 %v, want 550 ms", s.TTFBP50MS)
+	}
+	if s.TTFBP99MS == nil || math.Abs(*s.TTFBP99MS-991) > 1e-9 {
+		t.Fatalf("stream TTFB p99 %v, want 991 ms", s.TTFBP99MS)
+	}
+	// The next interval has requests but no stream: TTFB is nil while the
+	// overhead has figures.
+	clk.Advance(5 * time.Second)
+	next := totals(31, 31, hist(latBounds, 31, 0, 0, 0))
+	next.Overhead = hist(latBounds, 29, 2, 0, 0)
+	next.TTFB = cur.TTFB
+	s, ok = r.Observe(clk.Now(), next)
+	if !ok || s.TTFBP50MS != nil || s.TTFBP99MS != nil {
+		t.Fatalf("sample %+v: no stream in the interval, want nil TTFB figures", s)
+	}
+	if s.OverheadP50MS == nil || *s.OverheadP50MS != 5 {
+		t.Fatalf("overhead p50 %v, want 5 ms (one observation in (0, 10 ms])", s.OverheadP50MS)
+	}
+	if got := r.Samples(time.Time{}); len(got) != 2 || *got[0].OverheadP99MS != 95.5 || *got[0].TTFBP50MS != 550 {
+		t.Fatalf("the ring keeps %d samples; the first must carry the overhead and TTFB figures", len(got))
+	}
+}

@@ -23,9 +23,9 @@ function render(el, st) {
   const rows = list.map((l) => h('tr', { 'data-lockout': `${l.provider}/${l.connection}/${l.model}` },
     h('td', { text: l.provider }), h('td', { text: l.connection }),
     h('td', null, h('strong', { text: l.model }), l.family ? h('span', { class: 'muted small', text: ` (family ${l.family})` }) : null),
-    h('td', null, badge(l.reason, 'warn'), l.status ? ` ${l.status}` : ''),
+    h('td', { 'data-field': 'reason' }, badge(l.reason, 'warn'), l.status ? ` ${l.status}` : ''),
     h('td', { text: String(l.failure_count) }),
-    h('td', null, countdown(l.expires_at, 'expiring')),
+    h('td', { 'data-field': 'time-left' }, countdown(l.expires_at, 'expiring')),
     h('td', null, button('Re-enable', () => reenable(l), { id: `reenable:${l.provider}/${l.connection}/${l.model}`, done: `${l.model} re-enabled on ${l.provider}/${l.connection}` }))));
   replace(el, card(null,
     h('div', { class: 'toolbar' },

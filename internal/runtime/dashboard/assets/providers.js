@@ -28,17 +28,19 @@ function timeline(p) {
 
 function gateLine(p) {
   const g = p.window_gate;
-  if (!g.enabled) return h('div', { class: 'muted', text: `Window gate off (provider_cooldown.enabled); would cool after ${g.threshold} failures within ${fmtDur(g.window_ms)} for ${fmtDur(g.cooldown_ms)}.` });
+  if (!g.enabled) return h('div', { class: 'muted', 'data-field': 'window-gate', 'data-state': 'off', text: `Window gate off (provider_cooldown.enabled); would cool after ${g.threshold} failures within ${fmtDur(g.window_ms)} for ${fmtDur(g.cooldown_ms)}.` });
   const cooling = !isZeroTime(g.cooling_until);
-  return h('div', { class: 'gate' }, 'Window gate: ', cooling ? [badge('cooling'), ' for ', countdown(g.cooling_until)] : badge('open', 'ok'),
+  return h('div', { class: 'gate', 'data-field': 'window-gate', 'data-state': cooling ? 'cooling' : 'open' }, 'Window gate: ', cooling ? [badge('cooling'), ' for ', countdown(g.cooling_until)] : badge('open', 'ok'),
     ` · ${g.failures_in_window}/${g.threshold} failures within ${fmtDur(g.window_ms)}, cools ${fmtDur(g.cooldown_ms)}`);
 }
 
 // terminalText says when and why a connection became terminal.
 function terminalText(c, lastErr) {
-  const since = c.terminal_at ? ' since ' + fmtTime(c.terminal_at) : '';
   const why = c.terminal_reason || lastErr || '';
-  return `${c.status}${since}${why ? ': ' + why : ''}${c.terminal_rule ? ' (rule ' + c.terminal_rule + ')' : ''}`;
+  return [c.status,
+    c.terminal_at ? [' since ', h('span', { 'data-field': 'terminal-at', 'data-at': c.terminal_at, text: fmtTime(c.terminal_at) })] : null,
+    why ? [': ', h('span', { 'data-field': 'terminal-reason', text: why })] : null,
+    c.terminal_rule ? [' (rule ', h('span', { 'data-field': 'terminal-rule', text: c.terminal_rule }), ')'] : null];
 }
 
 function connStatus(c, lockouts) {
@@ -82,9 +84,10 @@ function connRow(p, c, lockouts) {
     : null;
   return h('tr', { 'data-conn': c.ref, class: c.terminal ? 'row-terminal' : '' },
     h('td', null, h('strong', { text: c.id }), wall),
-    h('td', null, connStatus(c, lockouts)),
-    h('td', { text: String(c.backoff_level) }),
-    h('td', { class: 'err', text: c.terminal ? terminalText(c, lastErr) : (lastErr || '–'), title: lastErr }),
+    h('td', { 'data-field': 'state' }, connStatus(c, lockouts)),
+    h('td', { 'data-field': 'backoff', text: String(c.backoff_level) }),
+    c.terminal ? h('td', { class: 'err', 'data-field': 'last-error', title: lastErr }, terminalText(c, lastErr))
+      : h('td', { class: 'err', 'data-field': 'last-error', text: lastErr || '–', title: lastErr }),
     h('td', { text: `${c.queued} / ${c.running}` + (c.rejections ? ` · ${c.rejections} refused` : '') }),
     h('td', null, h('label', { class: 'switch' }, prot, c.protected ? ' queued' : ' direct')),
     h('td', { class: 'actions' }, test, ' ', clear, ' ', reset));

@@ -49,9 +49,9 @@ function detail(r, decisions) {
         a.detail ? h('span', { class: 'muted', text: ' · ' + a.detail }) : null),
       h('div', { class: 'track' }, bar));
   });
-  const skipped = (r.skipped || []).map((s) => h('li', { 'data-skip': `${s.provider}/${s.connection || '*'}/${s.model}` },
+  const skipped = (r.skipped || []).map((s) => h('li', { 'data-skip': `${s.provider}/${s.connection || '*'}/${s.model}`, 'data-reason': s.reason },
     badge(s.reason, 'warn'), ` ${s.provider}${s.connection ? '/' + s.connection : ''} ${s.model}`,
-    s.seconds_left ? ` · ${fmtDur(s.seconds_left * 1000)} left` : '', s.detail ? h('span', { class: 'muted', text: ' · ' + s.detail }) : null));
+    s.seconds_left ? [' · ', h('span', { 'data-field': 'time-left', text: `${fmtDur(s.seconds_left * 1000)} left` })] : '', s.detail ? h('span', { class: 'muted', text: ' · ' + s.detail }) : null));
   const noTrail = !(r.trail && r.trail.length) && r.attempts > 0;
   return card(`Request #${r.seq}` + (r.id ? ` (${r.id})` : ''),
     h('dl', { class: 'facts' },
