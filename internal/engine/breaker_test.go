@@ -8,6 +8,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 var breakerEpoch = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -15,9 +17,9 @@ var breakerEpoch = time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
 // tripping is an outcome that counts as a provider failure.
 var tripping = Outcome{Status: 503, Reason: ReasonTransient, Scope: ScopeProvider, Retryable: true}
 
-func newTestBreakers(t *testing.T) (*breakers, *FakeClock) {
+func newTestBreakers(t *testing.T) (*breakers, *clocktest.Clock) {
 	t.Helper()
-	clock := NewFakeClock(breakerEpoch)
+	clock := clocktest.NewClock(breakerEpoch)
 	return newBreakers(clock), clock
 }
 
@@ -260,7 +262,7 @@ func TestBreakerQuietPeriod(t *testing.T) {
 }
 
 // openAndExpire opens the breaker of p and advances past its reset.
-func openAndExpire(b *breakers, clock *FakeClock, p string) {
+func openAndExpire(b *breakers, clock *clocktest.Clock, p string) {
 	failN(b, p, 12)
 	clock.Advance(30 * time.Second)
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/redact"
 )
 
@@ -273,7 +274,7 @@ func TestDefaultClassifierProtocolErrors(t *testing.T) {
 // last_error, neither for a configured value of any shape nor for a
 // key-shaped token.
 func TestLastErrorIsRedacted(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	e, err := New(context.Background(), Options{Clock: clock, Store: newMemStore(clock), Providers: testProviders(),
 		Redactor: redact.New("plain-configured-value")})
 	if err != nil {

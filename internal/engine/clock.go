@@ -5,7 +5,7 @@ import (
 )
 
 // Clock tells the engine the time. Every time-dependent rule reads it, never
-// time.Now directly, so tests drive time with a manually advanced clock (internal/enginetest).
+// time.Now directly, so tests drive time with a manually advanced clock (internal/clock/clocktest).
 type Clock interface {
 	Now() time.Time
 }

@@ -4,6 +4,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 // policyFor is the default connection cooldown policy of a profile.
@@ -26,12 +28,12 @@ func connFailure(r Reason, status int) Outcome {
 type coolTracker struct {
 	t     *testing.T
 	c     *cooldowns
-	clock *FakeClock
+	clock *clocktest.Clock
 	pol   cooldownPolicy
 }
 
 func newCoolTracker(t *testing.T, p Profile) *coolTracker {
-	return &coolTracker{t: t, c: newCooldowns(), clock: NewFakeClock(engEpoch), pol: policyFor(p)}
+	return &coolTracker{t: t, c: newCooldowns(), clock: clocktest.NewClock(engEpoch), pol: policyFor(p)}
 }
 
 func (ct *coolTracker) fail(o Outcome) cooldownEffect {

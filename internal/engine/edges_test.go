@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/hashicorp/go-hclog"
 )
 
@@ -29,7 +30,7 @@ func specsWithKeys(keys map[string]string) []ProviderSpec {
 	return specs
 }
 
-func openWithKeys(t *testing.T, clock *FakeClock, store *memStore, keys map[string]string, log hclog.Logger) *testEngine {
+func openWithKeys(t *testing.T, clock *clocktest.Clock, store *memStore, keys map[string]string, log hclog.Logger) *testEngine {
 	t.Helper()
 	e, err := New(context.Background(), Options{Clock: clock, Store: store, Providers: specsWithKeys(keys), Logger: log})
 	if err != nil {
@@ -52,7 +53,7 @@ func TestCredentialHash(t *testing.T) {
 // key, and starts clean when its key changed (logged without the key or
 // its digest).
 func TestCredentialChangeClearsTerminalState(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	store := newMemStore(clock)
 	keys := map[string]string{"openai/key-a": "sk-first", "openai/key-b": "sk-b"}
 	te := openWithKeys(t, clock, store, keys, nil)
@@ -214,7 +215,7 @@ func TestModelScopedShortHintIsPacing(t *testing.T) {
 	// A connection whose max_wait is 2 min paces a 90 s hint.
 	specs := testProviders()
 	specs[0].Connections[0].MaxWait = 2 * time.Minute
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	e, err := New(context.Background(), Options{Clock: clock, Store: newMemStore(clock), Providers: specs})
 	if err != nil {
 		t.Fatal(err)
@@ -365,7 +366,7 @@ func TestParseToolLimitText(t *testing.T) {
 func TestEmergencyFallback(t *testing.T) {
 	specs := testProviders()
 	specs[0].Models = []string{"gpt-4o", "gpt-4o-mini"}
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	s := DefaultSettings()
 	s.EmergencyFallback = EmergencyFallbackSettings{Enabled: false, Targets: []string{"openai/gpt-4o-mini"}}
 	e, err := New(context.Background(), Options{Clock: clock, Store: newMemStore(clock), Providers: specs, Settings: s})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 // egressProviders: "free" is egress-bucketed with five connections (c5
@@ -18,7 +20,7 @@ func egressProviders() []ProviderSpec {
 	}
 }
 
-func newEgressEngine(t *testing.T, clock *FakeClock, store *memStore, s Settings) *testEngine {
+func newEgressEngine(t *testing.T, clock *clocktest.Clock, store *memStore, s Settings) *testEngine {
 	t.Helper()
 	e, err := New(context.Background(), Options{Clock: clock, Store: store, Settings: s, Providers: egressProviders()})
 	if err != nil {
@@ -35,7 +37,7 @@ func quota429(provider, conn, model string) Outcome {
 }
 
 func TestEgressSiblingsCoolTogether(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	now := clock.Now()
 	te.RecordEgress("free", "c1", "203.0.113.7")
@@ -65,7 +67,7 @@ func TestEgressSiblingsCoolTogether(t *testing.T) {
 }
 
 func TestEgressRateLimitUsesFailingConnectionsBackoff(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	now := clock.Now()
 	te.RecordEgress("free", "c1", "203.0.113.7")
@@ -102,7 +104,7 @@ func TestEgressNoRecordCoolsOnlyFailingConnection(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := NewFakeClock(engEpoch)
+			clock := clocktest.NewClock(engEpoch)
 			te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 			tc.setup(te)
 			te.fail(t, quota429("free", "c1", "m"))
@@ -113,7 +115,7 @@ func TestEgressNoRecordCoolsOnlyFailingConnection(t *testing.T) {
 }
 
 func TestEgressWithin24hCounts(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	te.RecordEgress("free", "c2", "203.0.113.7")
 	clock.Advance(egressWindow) // exactly 24 h: still inside the window
@@ -128,7 +130,7 @@ func TestEgressOnlyQuotaAndRateLimit429(t *testing.T) {
 		{Provider: "free", Connection: "c1", Model: "m", Status: 403, Reason: ReasonAuthError, Scope: ScopeConnection, Retryable: true, RuleSource: DefaultRuleSource},
 		{Provider: "free", Connection: "c1", Model: "m", Status: 403, Reason: ReasonQuotaExhausted, Scope: ScopeConnection, Retryable: true, CooldownHint: time.Minute, RuleSource: "builtin"},
 	} {
-		clock := NewFakeClock(engEpoch)
+		clock := clocktest.NewClock(engEpoch)
 		te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 		te.RecordEgress("free", "c1", "203.0.113.7")
 		te.RecordEgress("free", "c2", "203.0.113.7")
@@ -141,7 +143,7 @@ func TestEgressOnlyQuotaAndRateLimit429(t *testing.T) {
 }
 
 func TestEgressUnflaggedProviderUntouched(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	te.RecordEgress("paid", "p1", "203.0.113.7")
 	te.RecordEgress("paid", "p2", "203.0.113.7")
@@ -150,7 +152,7 @@ func TestEgressUnflaggedProviderUntouched(t *testing.T) {
 }
 
 func TestEgressSiblingNeverOverwritten(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	now := clock.Now()
 	for _, c := range []string{"c1", "c2", "c3", "c4"} {
@@ -187,7 +189,7 @@ func mustConn(t *testing.T, te *testEngine, c string) connState {
 }
 
 func TestEgressLocksPerConnection(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), lockoutOn())
 	now := clock.Now()
 	modelScoped := func(p, c string) Outcome {
@@ -214,7 +216,7 @@ func TestEgressLocksPerConnection(t *testing.T) {
 }
 
 func TestRecordEgressIgnoresEmpty(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	te.RecordEgress("free", "c1", "")
 	te.RecordEgress("", "c1", "203.0.113.7")
@@ -228,7 +230,7 @@ func TestRecordEgressIgnoresEmpty(t *testing.T) {
 }
 
 func TestEgressObserverSeesSiblings(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	te := newEgressEngine(t, clock, newMemStore(clock), DefaultSettings())
 	var got []string
 	te.SetObserver(Observer{OnCooldown: func(p, c, r string, d time.Duration) {

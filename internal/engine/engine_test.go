@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 var engEpoch = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -155,18 +157,18 @@ func testProviders() []ProviderSpec {
 
 type testEngine struct {
 	*Engine
-	clock *FakeClock
+	clock *clocktest.Clock
 	store *memStore
 }
 
 func newTestEngine(t testing.TB, settings Settings) *testEngine {
 	t.Helper()
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	return reopen(t, clock, newMemStore(clock), settings)
 }
 
 // reopen builds a new engine over an existing store, as a restart does.
-func reopen(t testing.TB, clock *FakeClock, store *memStore, settings Settings) *testEngine {
+func reopen(t testing.TB, clock *clocktest.Clock, store *memStore, settings Settings) *testEngine {
 	t.Helper()
 	e, err := New(context.Background(), Options{Clock: clock, Store: store, Settings: settings, Providers: testProviders()})
 	if err != nil {
@@ -628,7 +630,7 @@ func TestUpdateSettings(t *testing.T) {
 }
 
 func TestNewIgnoresUnusablePersistedPatch(t *testing.T) {
-	clock := NewFakeClock(engEpoch)
+	clock := clocktest.NewClock(engEpoch)
 	store := newMemStore(clock)
 	_ = store.Put(context.Background(), SettingsKey, []byte(`{"removed_setting":true}`), 0)
 	te := reopen(t, clock, store, DefaultSettings())
@@ -693,7 +695,7 @@ func TestEngineCheckAndSuccessDoNotAllocate(t *testing.T) {
 }
 
 func BenchmarkEngineCheckRecordSuccess(b *testing.B) {
-	// The wall clock: a FakeClock's mutex would dominate the measurement.
+	// The wall clock: a clocktest.Clock's mutex would dominate the measurement.
 	e, err := New(context.Background(), Options{Store: newMemStore(SystemClock{}), Settings: lockoutOn(), Providers: testProviders()})
 	if err != nil {
 		b.Fatal(err)

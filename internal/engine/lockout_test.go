@@ -3,6 +3,8 @@ package engine
 import (
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 func defaultLockoutPolicy() lockoutPolicy {
@@ -86,12 +88,12 @@ func TestLockoutApplies(t *testing.T) {
 type lockRun struct {
 	t     *testing.T
 	l     *lockouts
-	clock *FakeClock
+	clock *clocktest.Clock
 	pol   lockoutPolicy
 }
 
 func newLockRun(t *testing.T) *lockRun {
-	return &lockRun{t: t, l: newLockouts(), clock: NewFakeClock(engEpoch), pol: defaultLockoutPolicy()}
+	return &lockRun{t: t, l: newLockouts(), clock: clocktest.NewClock(engEpoch), pol: defaultLockoutPolicy()}
 }
 
 func (r *lockRun) fail(o Outcome) (lockEntry, time.Duration) {
@@ -260,7 +262,7 @@ func TestLockoutFamilyCheck(t *testing.T) {
 		}
 	}
 	// A success on another family member decays the family lock.
-	if keys := l.recordSuccess("p", "c", "gpt-5-mini", fams, NewFakeClock(now)); len(keys) != 1 || keys[0].model != "family:codex" {
+	if keys := l.recordSuccess("p", "c", "gpt-5-mini", fams, clocktest.NewClock(now)); len(keys) != 1 || keys[0].model != "family:codex" {
 		t.Fatalf("success on a family member changed %v", keys)
 	}
 	if _, locked := l.check("p", "c", "gpt-5-codex", fams, now); locked {

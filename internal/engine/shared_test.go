@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/memstore"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore"
@@ -61,7 +62,7 @@ var prefixSeq atomic.Int64
 
 // instances is a set of engines sharing one Redis key space.
 type instances struct {
-	clock  *engine.FakeClock
+	clock  *clocktest.Clock
 	engs   []*engine.Engine
 	stores []*redisstore.Store
 	raw    *redis.Client
@@ -79,7 +80,7 @@ func sharedProviders() []engine.ProviderSpec {
 // is another instance to the others), sharing a fake clock.
 func newInstances(t *testing.T, srv *redisproc.Server, n int, settings engine.Settings) *instances {
 	t.Helper()
-	in := &instances{clock: engine.NewFakeClock(sharedEpoch), prefix: fmt.Sprintf("bwengine:%d:%d:", time.Now().UnixNano(), prefixSeq.Add(1))}
+	in := &instances{clock: clocktest.NewClock(sharedEpoch), prefix: fmt.Sprintf("bwengine:%d:%d:", time.Now().UnixNano(), prefixSeq.Add(1))}
 	for range n {
 		s, err := redisstore.Open(redisstore.Options{URL: srv.URL(), KeyPrefix: in.prefix}, in.clock, nil)
 		if err != nil {

@@ -7,11 +7,13 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
-func newTestGate(t *testing.T) (*windowGate, *FakeClock) {
+func newTestGate(t *testing.T) (*windowGate, *clocktest.Clock) {
 	t.Helper()
-	clock := NewFakeClock(breakerEpoch)
+	clock := clocktest.NewClock(breakerEpoch)
 	return newWindowGate(clock), clock
 }
 

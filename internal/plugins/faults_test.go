@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/memstore"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
@@ -20,7 +20,7 @@ import (
 func TestFaultyPluginFallsThrough(t *testing.T) {
 	skipUnderRace(t)
 	th := newTestHost(t, Options{
-		Store:       memstore.New(enginetest.NewClock(testNow)),
+		Store:       memstore.New(clocktest.NewClock(testNow)),
 		CallTimeout: 300 * time.Millisecond, // the loop case waits this long
 	})
 	ctx := context.Background()

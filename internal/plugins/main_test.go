@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/hashicorp/go-hclog"
 	"go.uber.org/goleak"
 )
@@ -162,7 +162,7 @@ var testNow = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // testHost is a Host over a fake clock with its logs captured.
 type testHost struct {
 	*Host
-	clock *enginetest.Clock
+	clock *clocktest.Clock
 	logs  *logBuffer
 }
 
@@ -173,7 +173,7 @@ func newTestHost(t testing.TB, opts Options) *testHost {
 	t.Helper()
 	th := &testHost{logs: &logBuffer{}}
 	if opts.Clock == nil {
-		th.clock = enginetest.NewClock(testNow)
+		th.clock = clocktest.NewClock(testNow)
 		opts.Clock = th.clock
 	}
 	if opts.Logger == nil {

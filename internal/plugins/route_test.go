@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/memstore"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
@@ -161,7 +161,7 @@ func TestRouteFaultyPluginFallsBackToPriority(t *testing.T) {
 // names lower-cased.
 func TestRouteInputThroughGuest(t *testing.T) {
 	skipUnderRace(t)
-	th := newTestHost(t, Options{Store: memstore.New(enginetest.NewClock(testNow))})
+	th := newTestHost(t, Options{Store: memstore.New(clocktest.NewClock(testNow))})
 	ctx := context.Background()
 	if err := th.Load(ctx, []Spec{{Name: "echo", Path: guest(t, "echo"), Hooks: []string{"route"}}}); err != nil {
 		t.Fatal(err)

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/memstore"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
@@ -232,7 +232,7 @@ func describe(in abi.ErrorInput) string {
 // log host functions and the host's input hygiene.
 func TestSDKRoundTripThroughGuest(t *testing.T) {
 	skipUnderRace(t)
-	clock := enginetest.NewClock(testNow)
+	clock := clocktest.NewClock(testNow)
 	store := memstore.New(clock)
 	th := newTestHost(t, Options{Store: store, Clock: clock})
 	ctx := context.Background()

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/memstore"
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
@@ -19,14 +19,14 @@ var epoch = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
 type fixture struct {
 	p     *Pipeline
-	clock *enginetest.Clock
+	clock *clocktest.Clock
 	store engine.Store
 	dir   string
 }
 
 func newFixture(t testing.TB, o Options) *fixture {
 	t.Helper()
-	f := &fixture{clock: enginetest.NewClock(epoch)}
+	f := &fixture{clock: clocktest.NewClock(epoch)}
 	if o.Store == nil {
 		o.Store = memstore.New(f.clock)
 	}
@@ -264,7 +264,7 @@ func (failingStore) Put(context.Context, string, []byte, time.Duration) error {
 }
 
 func TestOperatorRulesStoreFailureChangesNothing(t *testing.T) {
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	f := newFixture(t, Options{Store: failingStore{memstore.New(clock)}})
 	err := f.p.SetOperatorRules(context.Background(), []OperatorRule{{Provider: "a", Reason: "rate_limit", Scope: "model"}})
 	if err == nil || !strings.Contains(err.Error(), "persist policies/operator-rules: disk full") {
@@ -307,7 +307,7 @@ func TestOperatorRulesPersistAcrossNew(t *testing.T) {
 }
 
 func TestNewRejectsUnreadablePersistedRules(t *testing.T) {
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	store := memstore.New(clock)
 	_ = store.Put(context.Background(), OperatorRulesKey, []byte(`[{"provider":"a","reason":"nope","scope":"model"}]`), 0)
 	_, err := New(context.Background(), Options{Store: store})

@@ -2,53 +2,20 @@ package admission
 
 import (
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/clock"
 )
 
-// Clock tells the time and makes timers. Every wait of the package sleeps on
-// a Clock timer so that tests drive it with a manually advanced clock
-// (internal/enginetest). Implementations must
-// be goroutine-safe.
-type Clock interface {
-	Now() time.Time
-	NewTimer(d time.Duration) Timer
-}
+// Clock tells the time and makes timers (clock.Clock). Every wait of the
+// package sleeps on a Clock timer so that tests drive it with the manual
+// clock of internal/clock/clocktest.
+type Clock = clock.Clock
 
-// Timer is a one-shot timer made by a Clock. C delivers one value when the
-// timer fires; Stop prevents the firing and reports whether the timer was
-// still pending. Like time.Timer it is safe for one owner goroutine.
-type Timer interface {
-	C() <-chan time.Time
-	Stop() bool
-}
+// Timer is a one-shot timer made by a Clock (clock.Timer).
+type Timer = clock.Timer
 
-// SystemClock returns the wall clock backed by the time package. It is
-// goroutine-safe.
-func SystemClock() Clock { return systemClock{} }
+// SystemClock returns the wall clock (clock.System).
+func SystemClock() Clock { return clock.System() }
 
-type systemClock struct{}
-
-func (systemClock) Now() time.Time { return time.Now() }
-
-func (systemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
-
-type systemTimer struct{ t *time.Timer }
-
-func (s systemTimer) C() <-chan time.Time { return s.t.C }
-func (s systemTimer) Stop() bool          { return s.t.Stop() }
-
-// Reset re-arms the timer to fire after d, as time.Timer.Reset does (no
-// stale value is left in C). A caller that re-arms one timer often (the
-// stream relay, once per event) uses it through ResetTimer to allocate
-// nothing.
-func (s systemTimer) Reset(d time.Duration) bool { return s.t.Reset(d) }
-
-// ResetTimer re-arms t to fire after d when t can be re-armed in place (a
-// SystemClock timer) and reports whether it was; otherwise the caller makes
-// a new timer of its clock.
-func ResetTimer(t Timer, d time.Duration) bool {
-	r, ok := t.(interface{ Reset(time.Duration) bool })
-	if ok {
-		r.Reset(d)
-	}
-	return ok
-}
+// ResetTimer re-arms t in place when it can (clock.ResetTimer).
+func ResetTimer(t Timer, d time.Duration) bool { return clock.ResetTimer(t, d) }

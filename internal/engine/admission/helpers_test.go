@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
 )
 
@@ -19,8 +20,8 @@ func oauth(provider, connection string) ConnSpec {
 	return ConnSpec{Provider: provider, Connection: connection, Profile: engine.ProfileOAuth}
 }
 
-func newManager(s Settings, specs ...ConnSpec) (*Manager, *FakeClock) {
-	clk := NewFakeClock(t0)
+func newManager(s Settings, specs ...ConnSpec) (*Manager, *clocktest.Clock) {
+	clk := clocktest.NewClock(t0)
 	return NewManager(clk, s, specs), clk
 }
 

@@ -9,13 +9,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 var epoch = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 
-func newPins() (*Pins, *memStore, *enginetest.Clock) {
-	clock := enginetest.NewClock(epoch)
+func newPins() (*Pins, *memStore, *clocktest.Clock) {
+	clock := clocktest.NewClock(epoch)
 	store := newMemStore(clock)
 	return New(store, clock), store, clock
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 var epoch = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
@@ -28,13 +28,13 @@ func owner(n int) string {
 }
 
 type fixture struct {
-	clock *enginetest.Clock
+	clock *clocktest.Clock
 	store engine.Store
 	m     *Manager
 }
 
 func newFixture() *fixture {
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	store := newMemStore(clock)
 	return &fixture{clock: clock, store: store, m: New(store, clock, Options{})}
 }
@@ -567,7 +567,7 @@ func TestReopenKeepsLeases(t *testing.T) {
 }
 
 func TestOptionsTTL(t *testing.T) {
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	m := New(newMemStore(clock), clock, Options{TTL: 30 * time.Second})
 	l, err := m.Acquire(context.Background(), "app1", owner(1), "")
 	if err != nil || !l.ExpiresAt.Equal(epoch.Add(30*time.Second)) {
@@ -682,7 +682,7 @@ func (c *countingStore) count() int {
 // another instance's when it is told (Forget), and a held answer lapses at
 // the lease's expiry by itself.
 func TestHolderIsCachedAndForgotten(t *testing.T) {
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	shared := newMemStore(clock)
 	ca, cb := &countingStore{Store: shared}, &countingStore{Store: shared}
 	a, b := New(ca, clock, Options{}), New(cb, clock, Options{})

@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 // finish records one attempt on key lasting d.
-func finish(sig *Signals, clock *enginetest.Clock, key string, d time.Duration, success bool) {
+func finish(sig *Signals, clock *clocktest.Clock, key string, d time.Duration, success bool) {
 	a := sig.Start(key)
 	clock.Advance(d)
 	a.Done(success)
 }
 
 func TestAutoScoresAndExplains(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	sig := NewSignals(clock)
 	ts := mk("cheap-slow", "fast", "small")
 	ts[0].PriceIn, ts[0].PriceOut = 1, 1
@@ -91,7 +91,7 @@ func TestAutoWeightsNormalised(t *testing.T) {
 }
 
 func TestContextRelay(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	ts := mk("a", "b", "c")
 	s := mustNew(t, NameContextRelay, Options{Clock: clock}).(*ContextRelay)
 	req := Request{Combo: "r", Session: "s1"}
@@ -133,7 +133,7 @@ func TestContextRelay(t *testing.T) {
 }
 
 func TestContextRelayBounded(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	ts := mk("a")
 	s := mustNew(t, NameContextRelay, Options{Clock: clock}).(*ContextRelay)
 	for i := 0; i < relayMaxSessions+50; i++ {

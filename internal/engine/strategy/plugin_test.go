@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 func TestPluginName(t *testing.T) {
@@ -46,7 +46,7 @@ func (r *recordingRouter) route(_ context.Context, plugin string, req RouteReque
 }
 
 func TestPluginAppliesTheAnswer(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	sig := NewSignals(clock)
 	ts := mk("a", "b", "c", "d")
 	ts[2].PriceIn = 3

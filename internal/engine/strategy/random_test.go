@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 func TestRandomSeededAndUniform(t *testing.T) {
@@ -92,7 +92,7 @@ func TestStrictRandomExcludedCardStaysInDeck(t *testing.T) {
 
 func TestP2C(t *testing.T) {
 	ts := mk("a", "b", "c", "d")
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	sig := NewSignals(clock)
 	// In flight: a 3, b 0, c 1, d 2.
 	for k, n := range map[string]int{"a": 3, "c": 1, "d": 2} {
@@ -142,7 +142,7 @@ func TestP2C(t *testing.T) {
 
 func TestLeastUsed(t *testing.T) {
 	ts := mk("a", "b", "c", "d")
-	sig := NewSignals(enginetest.NewClock(t0))
+	sig := NewSignals(clocktest.NewClock(t0))
 	s := mustNew(t, NameLeastUsed, Options{Signals: sig})
 	if got := keysOf(ts, s.Order(Request{}, ts, nil)); got != "a,b,c,d" {
 		t.Errorf("no load: %s", got)

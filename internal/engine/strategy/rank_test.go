@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 func TestCostOptimized(t *testing.T) {
@@ -111,7 +111,7 @@ func quotaSignals(clock engine.Clock, qs map[string]Quota) *Signals {
 }
 
 func TestHeadroom(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	ts := mk("a", "b", "c", "d", "e")
 	sig := quotaSignals(clock, map[string]Quota{
 		"a": {Remaining: 10, Limit: 100, ResetAt: t0.Add(time.Minute)}, // 0.10
@@ -135,7 +135,7 @@ func TestHeadroom(t *testing.T) {
 }
 
 func TestQuotaWeighted(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	ts := mk("a", "b", "c")
 	sig := quotaSignals(clock, map[string]Quota{
 		"a": {Remaining: 75, Limit: 100}, // 0.75
@@ -163,7 +163,7 @@ func TestQuotaWeighted(t *testing.T) {
 }
 
 func TestResetWindowAndResetAware(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	ts := mk("late", "soon", "exhausted-soon", "unknown", "exhausted-late", "passed")
 	sig := quotaSignals(clock, map[string]Quota{
 		"late":           {Remaining: 50, Limit: 100, ResetAt: t0.Add(4 * time.Hour)},

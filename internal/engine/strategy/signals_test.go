@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 func TestSignalsInFlightLatencyHealth(t *testing.T) {
-	clock := enginetest.NewClock(t0)
+	clock := clocktest.NewClock(t0)
 	sig := NewSignals(clock)
 	if sig.InFlight("k") != 0 || sig.Latency("k") != 0 || sig.Health("k") != 1 || sig.Uses("k") != 0 {
 		t.Fatal("unknown key not neutral")
@@ -52,7 +52,7 @@ func TestSignalsInFlightLatencyHealth(t *testing.T) {
 }
 
 func TestSignalsConcurrent(t *testing.T) {
-	sig := NewSignals(enginetest.NewClock(t0))
+	sig := NewSignals(clocktest.NewClock(t0))
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {
 		wg.Add(1)

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
@@ -212,7 +212,7 @@ func TestExclusionsHonouredByEveryStrategy(t *testing.T) {
 	}
 	for _, name := range Names() {
 		t.Run(name, func(t *testing.T) {
-			clock := enginetest.NewClock(t0)
+			clock := clocktest.NewClock(t0)
 			sig := NewSignals(clock)
 			for i, tg := range ts {
 				sig.ObserveQuota(tg.Key, Quota{Remaining: float64(i), Limit: 5, ResetAt: t0.Add(time.Duration(6-i) * time.Minute)})
@@ -255,7 +255,7 @@ func TestExclusionsHonouredByEveryStrategy(t *testing.T) {
 // with shared Signals and StateStore, for the race detector.
 func TestStrategiesConcurrent(t *testing.T) {
 	ts := mk("a", "b", "c", "d")
-	sig := NewSignals(enginetest.NewClock(t0))
+	sig := NewSignals(clocktest.NewClock(t0))
 	st := NewStateStore(newMemStore())
 	for _, name := range Names() {
 		s := mustNew(t, name, Options{Seed: 2, StickyLimit: 2, Signals: sig, State: st})

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine/usagewall"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/mock"
 )
 
@@ -34,7 +34,7 @@ type driver struct {
 	srv    *mock.Server
 	base   string
 	client *http.Client
-	clk    *enginetest.Clock
+	clk    *clocktest.Clock
 	wall   *usagewall.Wall
 	cfg    usagewall.Config
 }
@@ -55,7 +55,7 @@ func newDriver(t *testing.T, cfg usagewall.Config, script string) *driver {
 		_ = srv.Close()
 		tr.CloseIdleConnections()
 	})
-	clk := enginetest.NewClock(e2eStart)
+	clk := clocktest.NewClock(e2eStart)
 	return &driver{t: t, srv: srv, base: "http://" + addr, client: &http.Client{Transport: tr},
 		clk: clk, wall: usagewall.New(clk, func() float64 { return 0.5 }), cfg: cfg}
 }

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -36,8 +36,8 @@ func (f *fixedRand) next() float64 {
 	return 0.5
 }
 
-func newWall(vals ...float64) (*Wall, *enginetest.Clock) {
-	clk := enginetest.NewClock(t0)
+func newWall(vals ...float64) (*Wall, *clocktest.Clock) {
+	clk := clocktest.NewClock(t0)
 	r := &fixedRand{vals: vals}
 	return New(clk, r.next), clk
 }
@@ -89,7 +89,7 @@ func wantSlow(t *testing.T, w *Wall, cfg Config, want bool) {
 }
 
 // accept opens the lane with a window resetting 2 h from now.
-func accept(t *testing.T, w *Wall, clk *enginetest.Clock) time.Time {
+func accept(t *testing.T, w *Wall, clk *clocktest.Clock) time.Time {
 	t.Helper()
 	reset := clk.Now().Add(2 * time.Hour)
 	wantDecision(t, w.OnResponse(conn, laneOn, wallResp(reset)), Decision{Action: ActionRetry})
@@ -339,7 +339,7 @@ func TestSlotBusyJitterBounds(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run("retry-after="+tc.retryAfter, func(t *testing.T) {
-			clk := enginetest.NewClock(t0)
+			clk := clocktest.NewClock(t0)
 			w := New(clk, rand.New(rand.NewPCG(7, 11)).Float64)
 			lo, hi := tc.base*7/10, tc.base*13/10
 			var minW, maxW time.Duration = hi, lo
@@ -601,7 +601,7 @@ func TestActionString(t *testing.T) {
 }
 
 func TestConcurrentUse(t *testing.T) {
-	clk := enginetest.NewClock(t0)
+	clk := clocktest.NewClock(t0)
 	w := New(clk, nil)
 	var wg sync.WaitGroup
 	for g := 0; g < 8; g++ {

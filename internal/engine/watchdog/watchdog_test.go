@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 var epoch = time.Date(2025, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -27,7 +27,7 @@ func TestStallFromSetting(t *testing.T) {
 }
 
 func TestStallAdaptiveBudgets(t *testing.T) {
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	s := NewStall(StallConfig{}, clock.Now()) // zero budgets take the defaults
 	if got := s.Deadline(); !got.Equal(epoch.Add(90 * time.Second)) {
 		t.Fatalf("first deadline = %v", got.Sub(epoch))
@@ -59,7 +59,7 @@ func TestStallAdaptiveBudgets(t *testing.T) {
 // and sends only keep-alives.
 func TestStallReasoningRestartsBudget(t *testing.T) {
 	cfg := StallConfig{FirstContent: 10 * time.Second, BetweenContent: 10 * time.Second}
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	s := NewStall(cfg, clock.Now())
 	// 5 minutes of reasoning frames (thinking deltas, empty ones and
 	// signatures all read as FrameReasoning, see runtime/frames), one
@@ -117,7 +117,7 @@ func TestThroughputNormalize(t *testing.T) {
 // The spec example: warm-up 1 s, window 2 s, min 10 B/s, only "x" sent →
 // no abort at 2999 ms, abort at 3000 ms with reason throughput_too_low.
 func TestThroughputSpecExample(t *testing.T) {
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	w := NewThroughput(ThroughputConfig{Enabled: true, Warmup: ms(1000), Window: ms(2000), MinBytesPerSecond: 10, MinBytes: 1}, clock.Now())
 	w.Observe(FrameContent, len("x"), clock.Now())
 	if got := w.NextCheck(); !got.Equal(epoch.Add(ms(3000))) {
@@ -140,7 +140,7 @@ func TestThroughputSpecExample(t *testing.T) {
 func TestThroughputTrickle(t *testing.T) {
 	cfg := ThroughputConfig{Enabled: true, Warmup: ms(5000), Window: ms(10000), MinBytesPerSecond: 8, MinBytes: 64}
 	run := func(bytesPerTick int, tick time.Duration, until time.Duration) (time.Duration, bool) {
-		clock := enginetest.NewClock(epoch)
+		clock := clocktest.NewClock(epoch)
 		w := NewThroughput(cfg, clock.Now())
 		for clock.Now().Sub(epoch) <= until {
 			if abort, _ := w.Check(clock.Now()); abort {
@@ -160,7 +160,7 @@ func TestThroughputTrickle(t *testing.T) {
 		t.Fatal("8 B/s must not abort")
 	}
 	// Fast, then silence: aborts when enough bytes have left the window.
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	w := NewThroughput(cfg, clock.Now())
 	for range 20 {
 		w.Observe(FrameContent, 100, clock.Now())

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 // resConfig has one single-connection provider "down" and a two-connection
@@ -37,8 +37,8 @@ providers:
 
 func resCfg(state string) string { return strings.Replace(resConfig, "STATE", state, 1) }
 
-func newFakeClock() *enginetest.Clock {
-	return enginetest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
+func newFakeClock() *clocktest.Clock {
+	return clocktest.NewClock(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))
 }
 
 func breakerOf(t *testing.T, h *harness, provider string) map[string]any {

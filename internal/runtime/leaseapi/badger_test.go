@@ -10,8 +10,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine/lease"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/badgerstore"
 )
 
@@ -20,7 +20,7 @@ import (
 func TestLeasesSurviveReopen(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	o := owner(1)
 
 	st, err := badgerstore.Open(dir, clock, hclog.NewNullLogger())
@@ -76,7 +76,7 @@ func TestLeasesSurviveReopen(t *testing.T) {
 // compare-and-set too.
 func TestBadgerBindRace(t *testing.T) {
 	ctx := context.Background()
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	st, err := badgerstore.Open(t.TempDir(), clock, hclog.NewNullLogger())
 	if err != nil {
 		t.Fatal(err)

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/lease"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/memstore"
 )
 
@@ -122,7 +122,7 @@ func TestErrorTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			clock := enginetest.NewClock(epoch)
+			clock := clocktest.NewClock(epoch)
 			m := newManager(clock)
 			l, err := m.Acquire(ctx, "app1", o1, "gpt-4o")
 			if err != nil {
@@ -179,7 +179,7 @@ func TestErrorTable(t *testing.T) {
 
 func TestLifecycleThroughHandle(t *testing.T) {
 	ctx := context.Background()
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	m := newManager(clock)
 	o := owner(1)
 	call := func(body string) answer {

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/lease"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore/redisproc"
 )
@@ -36,7 +36,7 @@ func TestLeasesFailClosedWhileRedisIsDown(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close() })
 	ctx := context.Background()
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	m := lease.New(st, clock, lease.Options{})
 	call := func(o, body string) Response {
 		t.Helper()

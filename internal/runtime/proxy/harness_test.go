@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/policies"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/metrics"
@@ -38,7 +38,7 @@ type loop struct {
 	pipe    *policies.Pipeline
 	mock    *mock.Server
 	up      *upstreamtest.Upstream
-	clock   *enginetest.Clock
+	clock   *clocktest.Clock
 	metrics *metrics.Metrics
 }
 
@@ -62,7 +62,7 @@ func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*setup)) *loop {
 // newLoopWith is newLoop with the upstream's handler made by wrap from the
 // mock's handler and the loop's fake clock; with a wrap, the upstream's
 // call timers run on the fake clock too.
-func newLoopWith(t *testing.T, cfgYAML, script string, wrap func(mock http.Handler, clock *enginetest.Clock) http.Handler, opts ...func(*setup)) *loop {
+func newLoopWith(t *testing.T, cfgYAML, script string, wrap func(mock http.Handler, clock *clocktest.Clock) http.Handler, opts ...func(*setup)) *loop {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgYAML), "test.yaml")
 	if err != nil {
@@ -72,7 +72,7 @@ func newLoopWith(t *testing.T, cfgYAML, script string, wrap func(mock http.Handl
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &loop{t: t, clock: enginetest.NewClock(epoch), metrics: metrics.New()}
+	l := &loop{t: t, clock: clocktest.NewClock(epoch), metrics: metrics.New()}
 	var sc *mock.Script
 	if script != "" {
 		if sc, err = mock.ParseScript([]byte(script)); err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
@@ -27,7 +27,7 @@ type holding struct {
 	release chan struct{}
 }
 
-func (h *holding) wrap(mock http.Handler, _ *enginetest.Clock) http.Handler {
+func (h *holding) wrap(mock http.Handler, _ *clocktest.Clock) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body))

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/relay"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -43,7 +43,7 @@ const (
 	jsonTail    = `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5}}`
 )
 
-func (a paced) serve(clock *enginetest.Clock, w http.ResponseWriter, r *http.Request) {
+func (a paced) serve(clock *clocktest.Clock, w http.ResponseWriter, r *http.Request) {
 	wait := func(d time.Duration) bool {
 		tm := clock.NewTimer(d)
 		defer tm.Stop()
@@ -102,8 +102,8 @@ func (a paced) serve(clock *enginetest.Clock, w http.ResponseWriter, r *http.Req
 
 // pacedBy answers the calls made with the given upstream keys with their
 // paced answers, every other call with the mock.
-func pacedBy(answers map[string]paced) func(http.Handler, *enginetest.Clock) http.Handler {
-	return func(mock http.Handler, clock *enginetest.Clock) http.Handler {
+func pacedBy(answers map[string]paced) func(http.Handler, *clocktest.Clock) http.Handler {
+	return func(mock http.Handler, clock *clocktest.Clock) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if a, ok := answers[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]; ok {
 				a.serve(clock, w, r)
@@ -238,7 +238,7 @@ func TestLocalTimeoutFailsOverAndLeavesHealthAlone(t *testing.T) {
 func TestExecutionBudgetBoundsQueueingPlusFirstByte(t *testing.T) {
 	cfg := strings.Replace(noStall, "connections: [{id: b1, api_key: sk-b1}]", "connections: [{id: b1, api_key: sk-b1, rate_limit_protection: true}]", 1)
 	var calls atomic.Int32
-	slowSecond := func(mock http.Handler, clock *enginetest.Clock) http.Handler {
+	slowSecond := func(mock http.Handler, clock *clocktest.Clock) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if calls.Add(1) == 2 {
 				paced{header: time.Hour}.serve(clock, w, r)

@@ -13,7 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/frames"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
@@ -38,7 +38,7 @@ var epoch = time.Date(2025, 5, 6, 7, 8, 9, 0, time.UTC)
 
 // fakeTimer is a timer driven by a fake clock.
 type fakeTimer struct {
-	clock *enginetest.Clock
+	clock *clocktest.Clock
 	c     chan time.Time
 
 	mu    sync.Mutex
@@ -92,7 +92,7 @@ func (f *fakeTimer) fireLocked() bool {
 // harness is one attempt whose upstream the test writes into a pipe.
 type harness struct {
 	t         *testing.T
-	clock     *enginetest.Clock
+	clock     *clocktest.Clock
 	timer     *fakeTimer
 	pr        *io.PipeReader
 	pw        *io.PipeWriter
@@ -107,7 +107,7 @@ type harness struct {
 
 func newHarness(t *testing.T, cfg Config) *harness {
 	t.Helper()
-	clock := enginetest.NewClock(epoch)
+	clock := clocktest.NewClock(epoch)
 	h := &harness{
 		t:     t,
 		clock: clock,

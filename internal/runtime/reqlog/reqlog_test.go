@@ -5,12 +5,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 func TestAddStampsAndNumbers(t *testing.T) {
-	clk := enginetest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	l := New(3, clk)
 	if got := l.List(0); len(got) != 0 {
 		t.Fatalf("empty log lists %d records", len(got))
@@ -35,7 +35,7 @@ func TestAddStampsAndNumbers(t *testing.T) {
 }
 
 func TestRingDropsTheOldest(t *testing.T) {
-	clk := enginetest.NewClock(time.Unix(0, 0))
+	clk := clocktest.NewClock(time.Unix(0, 0))
 	l := New(3, clk)
 	for _, m := range []string{"a", "b", "c", "d", "e"} {
 		l.Add(Record{Model: m})

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
@@ -34,7 +34,7 @@ func totals(requests, ok uint64, lat Histogram) Totals {
 }
 
 func TestObserveComputesTheIntervalFigures(t *testing.T) {
-	clk := enginetest.NewClock(t0)
+	clk := clocktest.NewClock(t0)
 	r := New(5*time.Second, 15*time.Minute)
 	if _, ok := r.Observe(clk.Now(), totals(100, 90, hist(latBounds, 10, 0, 0, 0))); ok {
 		t.Fatal("the first reading must only set the baseline")
@@ -68,7 +68,7 @@ func TestObserveComputesTheIntervalFigures(t *testing.T) {
 }
 
 func TestIdleIntervalHasNoRates(t *testing.T) {
-	clk := enginetest.NewClock(t0)
+	clk := clocktest.NewClock(t0)
 	r := New(5*time.Second, time.Minute)
 	r.Observe(clk.Now(), totals(3, 3, hist(latBounds, 3, 0, 0, 0)))
 	clk.Advance(5 * time.Second)
@@ -79,7 +79,7 @@ func TestIdleIntervalHasNoRates(t *testing.T) {
 }
 
 func TestCounterResetRestartsTheBaseline(t *testing.T) {
-	clk := enginetest.NewClock(t0)
+	clk := clocktest.NewClock(t0)
 	r := New(5*time.Second, time.Minute)
 	r.Observe(clk.Now(), totals(50, 50, hist(latBounds, 50, 0, 0, 0)))
 	clk.Advance(5 * time.Second)
@@ -98,7 +98,7 @@ func TestCounterResetRestartsTheBaseline(t *testing.T) {
 }
 
 func TestRingKeepsTheLastFifteenMinutes(t *testing.T) {
-	clk := enginetest.NewClock(t0)
+	clk := clocktest.NewClock(t0)
 	r := New(5*time.Second, 15*time.Minute)
 	var n uint64
 	for i := 0; i <= 200; i++ { // 200 samples; capacity 180
@@ -146,7 +146,7 @@ func TestQuantileEdges(t *testing.T) {
 }
 
 func TestEmptyHistogramVectorCountsAsZero(t *testing.T) {
-	clk := enginetest.NewClock(t0)
+	clk := clocktest.NewClock(t0)
 	r := New(5*time.Second, time.Minute)
 	first := totals(0, 0, Histogram{}) // no provider answered yet: the latency vector has no child
 	r.Observe(clk.Now(), first)
@@ -158,7 +158,7 @@ func TestEmptyHistogramVectorCountsAsZero(t *testing.T) {
 }
 
 func TestObserveComputesOverheadAndStreamTTFB(t *testing.T) {
-	clk := enginetest.NewClock(t0)
+	clk := clocktest.NewClock(t0)
 	r := New(5*time.Second, 15*time.Minute)
 	base := totals(20, 20, hist(latBounds, 20, 0, 0, 0))
 	base.Overhead = hist(latBounds, 20, 0, 0, 0)

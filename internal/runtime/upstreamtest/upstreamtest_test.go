@@ -12,7 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/mock"
 	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 )
@@ -114,7 +114,7 @@ func TestDoBuffered(t *testing.T) {
 
 // clockAnswer is a handler paced by a fake clock: the header after
 // first, then n pieces of body, one every every.
-func clockAnswer(clock *enginetest.Clock, first time.Duration, n int, every time.Duration) http.HandlerFunc {
+func clockAnswer(clock *clocktest.Clock, first time.Duration, n int, every time.Duration) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		wait := func(d time.Duration) bool {
 			tm := clock.NewTimer(d)
@@ -143,7 +143,7 @@ func clockAnswer(clock *enginetest.Clock, first time.Duration, n int, every time
 
 // drive advances clock by step each time the call waits on it (two
 // timers pending: the handler's and the call's), until done is closed.
-func drive(t *testing.T, clock *enginetest.Clock, step time.Duration, done <-chan struct{}) {
+func drive(t *testing.T, clock *clocktest.Clock, step time.Duration, done <-chan struct{}) {
 	t.Helper()
 	for {
 		select {
@@ -176,7 +176,7 @@ func TestTimersOnTheInjectedClock(t *testing.T) {
 	} {
 		for _, path := range []string{"Do", "DoBuffered"} {
 			t.Run(tc.name+"/"+path, func(t *testing.T) {
-				clock := enginetest.NewClock(time.Date(2025, 7, 1, 9, 0, 0, 0, time.UTC))
+				clock := clocktest.NewClock(time.Date(2025, 7, 1, 9, 0, 0, 0, time.UTC))
 				u := New(clockAnswer(clock, tc.first, tc.n, tc.every)).WithClock(clock)
 				done := make(chan struct{})
 				var body string

@@ -14,8 +14,8 @@ import (
 
 	"github.com/hashicorp/go-hclog"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
 )
 
@@ -33,14 +33,14 @@ func open(t testing.TB, dir string, clock engine.Clock) *Store {
 }
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clock *enginetest.Clock) engine.Store {
+	storetest.Run(t, func(t *testing.T, clock *clocktest.Clock) engine.Store {
 		return open(t, t.TempDir(), clock)
 	})
 }
 
 func TestPersistence(t *testing.T) {
 	base := t.TempDir()
-	storetest.RunPersistence(t, func(t *testing.T, clock *enginetest.Clock, name string) engine.Store {
+	storetest.RunPersistence(t, func(t *testing.T, clock *clocktest.Clock, name string) engine.Store {
 		return open(t, filepath.Join(base, name), clock)
 	})
 }

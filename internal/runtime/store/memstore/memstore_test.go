@@ -3,13 +3,13 @@ package memstore
 import (
 	"testing"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
 )
 
 func TestConformance(t *testing.T) {
-	storetest.Run(t, func(t *testing.T, clock *enginetest.Clock) engine.Store {
+	storetest.Run(t, func(t *testing.T, clock *clocktest.Clock) engine.Store {
 		return New(clock)
 	})
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/internal/envelope"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore/redisproc"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
@@ -56,14 +56,14 @@ func rawClient(t *testing.T) *redis.Client {
 
 func TestConformance(t *testing.T) {
 	requireServer(t)
-	storetest.Run(t, func(t *testing.T, clock *enginetest.Clock) engine.Store {
+	storetest.Run(t, func(t *testing.T, clock *clocktest.Clock) engine.Store {
 		return open(t, clock, uniquePrefix())
 	})
 }
 
 func TestPersistence(t *testing.T) {
 	requireServer(t)
-	storetest.RunPersistence(t, func(t *testing.T, clock *enginetest.Clock, name string) engine.Store {
+	storetest.RunPersistence(t, func(t *testing.T, clock *clocktest.Clock, name string) engine.Store {
 		return open(t, clock, "bwtest:"+name+":")
 	})
 }
@@ -73,7 +73,7 @@ func TestPersistence(t *testing.T) {
 func TestSharedAcrossInstances(t *testing.T) {
 	const perInstance = 50
 	prefix := uniquePrefix()
-	clock := enginetest.NewClock(storetest.Epoch)
+	clock := clocktest.NewClock(storetest.Epoch)
 	stores := []*Store{open(t, clock, prefix), open(t, clock, prefix)}
 	ctx := context.Background()
 	if err := stores[0].Put(ctx, "counter", []byte{0}, 0); err != nil {
@@ -115,7 +115,7 @@ func TestSharedAcrossInstances(t *testing.T) {
 }
 
 func TestDefaultKeyPrefixAndGCExpiry(t *testing.T) {
-	clock := enginetest.NewClock(storetest.Epoch)
+	clock := clocktest.NewClock(storetest.Epoch)
 	s := open(t, clock, "")
 	raw := rawClient(t)
 	ctx := context.Background()

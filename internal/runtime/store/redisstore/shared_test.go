@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/redisstore/redisproc"
 	"github.com/breakwater-dev/breakwater/internal/runtime/store/storetest"
 )
@@ -26,7 +26,7 @@ func openCluster(t testing.TB, clock engine.Clock, prefix string) *Store {
 
 func TestConformanceCluster(t *testing.T) {
 	requireServer(t)
-	storetest.Run(t, func(t *testing.T, clock *enginetest.Clock) engine.Store {
+	storetest.Run(t, func(t *testing.T, clock *clocktest.Clock) engine.Store {
 		return openCluster(t, clock, uniquePrefix())
 	})
 }
@@ -59,7 +59,7 @@ func TestClusterKeepsAGroupInOneSlot(t *testing.T) {
 func TestSwapReturnsTheCurrentValue(t *testing.T) {
 	for _, mode := range []string{ModeSingle, ModeCluster} {
 		t.Run(mode, func(t *testing.T) {
-			clock := enginetest.NewClock(storetest.Epoch)
+			clock := clocktest.NewClock(storetest.Epoch)
 			s := open(t, clock, uniquePrefix())
 			if mode == ModeCluster {
 				s = openCluster(t, clock, uniquePrefix())
@@ -333,7 +333,7 @@ func TestSentinel(t *testing.T) {
 		return Options{Mode: ModeSentinel, Addrs: []string{sentinel.Addr}, MasterName: "bwmaster", KeyPrefix: prefix, Timeout: 300 * time.Millisecond}
 	}
 	t.Run("Conformance", func(t *testing.T) {
-		storetest.Run(t, func(t *testing.T, clock *enginetest.Clock) engine.Store {
+		storetest.Run(t, func(t *testing.T, clock *clocktest.Clock) engine.Store {
 			return openWith(t, clock, opts(uniquePrefix()))
 		})
 	})

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/enginetest"
 )
 
 // Epoch is the time every suite clock starts at. It has a sub-millisecond
@@ -26,7 +26,7 @@ const TTL = 30 * time.Second
 // Opener opens a fresh, empty store judged against clock. Run closes the
 // store when the subtest ends; backends may also register their own cleanup
 // since Close is idempotent.
-type Opener func(t *testing.T, clock *enginetest.Clock) engine.Store
+type Opener func(t *testing.T, clock *clocktest.Clock) engine.Store
 
 // Run runs the conformance suite, one subtest per behaviour, each on a fresh
 // store from open.
@@ -34,7 +34,7 @@ func Run(t *testing.T, open Opener) {
 	t.Helper()
 	tests := []struct {
 		name string
-		fn   func(t *testing.T, s engine.Store, clock *enginetest.Clock)
+		fn   func(t *testing.T, s engine.Store, clock *clocktest.Clock)
 	}{
 		{"GetAbsent", testGetAbsent},
 		{"PutGetOverwrite", testPutGetOverwrite},
@@ -52,7 +52,7 @@ func Run(t *testing.T, open Opener) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			clock := enginetest.NewClock(Epoch)
+			clock := clocktest.NewClock(Epoch)
 			s := open(t, clock)
 			t.Cleanup(func() { _ = s.Close() })
 			tc.fn(t, s, clock)
@@ -60,14 +60,14 @@ func Run(t *testing.T, open Opener) {
 	}
 }
 
-func testGetAbsent(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testGetAbsent(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	v, ok, err := s.Get(context.Background(), "missing")
 	if err != nil || ok || v != nil {
 		t.Fatalf("Get(missing) = (%q, %v, %v), want (nil, false, nil)", v, ok, err)
 	}
 }
 
-func testPutGetOverwrite(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testPutGetOverwrite(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	ctx := context.Background()
 	tests := []struct {
 		key   string
@@ -93,7 +93,7 @@ func testPutGetOverwrite(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	}
 }
 
-func testValuesAreCopied(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testValuesAreCopied(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	in := []byte("abc")
 	mustPut(t, s, "k", in, 0)
 	in[0] = 'X'
@@ -107,7 +107,7 @@ func testValuesAreCopied(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	}
 }
 
-func testDelete(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testDelete(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	ctx := context.Background()
 	mustPut(t, s, "k", []byte("v"), 0)
 	mustPut(t, s, "k2", []byte("v"), 0)
@@ -126,7 +126,7 @@ func testDelete(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	}
 }
 
-func testScanOrderAndPrefix(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testScanOrderAndPrefix(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	// Inserted out of order; prefixes nest ("a" < "a/" < "ab/").
 	keys := []string{"b/2", "a/3", "ab/1", "a/1", "b/1", "a", "a/2", "a/10", "c"}
 	for _, k := range keys {
@@ -151,7 +151,7 @@ func testScanOrderAndPrefix(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	}
 }
 
-func testScanGlobCharacters(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testScanGlobCharacters(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	keys := []string{`g*1`, `g*2`, `gx1`, `g?a`, `gza`, `g[ab]c`, `gac`, `g\x`, `g\\x`, `gx`}
 	for _, k := range keys {
 		mustPut(t, s, k, []byte("v:"+k), 0)
@@ -172,7 +172,7 @@ func testScanGlobCharacters(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	}
 }
 
-func testTTLGet(t *testing.T, s engine.Store, clock *enginetest.Clock) {
+func testTTLGet(t *testing.T, s engine.Store, clock *clocktest.Clock) {
 	mustPut(t, s, "ttl", []byte("v"), TTL)
 	mustPut(t, s, "forever", []byte("f"), 0)
 	clock.Advance(TTL - time.Millisecond)
@@ -188,7 +188,7 @@ func testTTLGet(t *testing.T, s engine.Store, clock *enginetest.Clock) {
 	mustAbsent(t, s, "ttl") // stays gone after the lazy deletion
 }
 
-func testTTLScan(t *testing.T, s engine.Store, clock *enginetest.Clock) {
+func testTTLScan(t *testing.T, s engine.Store, clock *clocktest.Clock) {
 	mustPut(t, s, "p/short", []byte("v:p/short"), TTL)
 	mustPut(t, s, "p/long", []byte("v:p/long"), 2*TTL)
 	mustPut(t, s, "p/forever", []byte("v:p/forever"), 0)
@@ -202,7 +202,7 @@ func testTTLScan(t *testing.T, s engine.Store, clock *enginetest.Clock) {
 	mustAbsent(t, s, "p/short")
 }
 
-func testTTLCompareAndSet(t *testing.T, s engine.Store, clock *enginetest.Clock) {
+func testTTLCompareAndSet(t *testing.T, s engine.Store, clock *clocktest.Clock) {
 	for _, k := range []string{"absent-required", "match-alive", "match-expired", "delete-expired"} {
 		mustPut(t, s, k, []byte("v"), TTL)
 	}
@@ -235,7 +235,7 @@ func testTTLCompareAndSet(t *testing.T, s engine.Store, clock *enginetest.Clock)
 	mustCAS(t, s, "cas-ttl", nil, []byte("again"), 0, true)
 }
 
-func testTTLReplacedByPut(t *testing.T, s engine.Store, clock *enginetest.Clock) {
+func testTTLReplacedByPut(t *testing.T, s engine.Store, clock *clocktest.Clock) {
 	mustPut(t, s, "k", []byte("v1"), TTL)
 	mustPut(t, s, "k", []byte("v2"), 0) // no expiry any more
 	mustPut(t, s, "k2", []byte("v1"), 0)
@@ -247,7 +247,7 @@ func testTTLReplacedByPut(t *testing.T, s engine.Store, clock *enginetest.Clock)
 	mustAbsent(t, s, "k2")
 }
 
-func testCompareAndSet(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testCompareAndSet(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	mustPut(t, s, "present", []byte("v"), 0)
 	mustPut(t, s, "empty", []byte{}, 0)
 	tests := []struct {
@@ -290,7 +290,7 @@ func testCompareAndSet(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 
 // testCompareAndSetRace has 100 goroutines increment one counter through
 // CompareAndSet; exactly 100 swaps must succeed and the counter must read 100.
-func testCompareAndSetRace(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testCompareAndSetRace(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	const workers = 100
 	ctx := context.Background()
 	mustPut(t, s, "counter", []byte("0"), 0)
@@ -342,7 +342,7 @@ func testCompareAndSetRace(t *testing.T, s engine.Store, _ *enginetest.Clock) {
 	}
 }
 
-func testClose(t *testing.T, s engine.Store, _ *enginetest.Clock) {
+func testClose(t *testing.T, s engine.Store, _ *clocktest.Clock) {
 	mustPut(t, s, "k", []byte("v"), 0)
 	if err := s.Close(); err != nil {
 		t.Fatalf("Close: %v", err)
@@ -429,7 +429,7 @@ func short(b []byte) string {
 // Redis server and key prefix); different names must not share data. name is
 // unique per scenario and safe as a file name and a key prefix. The suite
 // closes each store it opens.
-type Reopener func(t *testing.T, clock *enginetest.Clock, name string) engine.Store
+type Reopener func(t *testing.T, clock *clocktest.Clock, name string) engine.Store
 
 var reopenSeq atomic.Int64
 
@@ -440,7 +440,7 @@ func RunPersistence(t *testing.T, open Reopener) {
 	t.Helper()
 	t.Run("Reopen", func(t *testing.T) {
 		name := fmt.Sprintf("persist-%d-%d", time.Now().UnixNano(), reopenSeq.Add(1))
-		clock := enginetest.NewClock(Epoch)
+		clock := clocktest.NewClock(Epoch)
 
 		first := open(t, clock, name)
 		t.Cleanup(func() { _ = first.Close() })
@@ -466,7 +466,7 @@ func RunPersistence(t *testing.T, open Reopener) {
 		mustCAS(t, s, "cas", []byte("v:cas"), []byte("v:cas2"), 0, true)
 	})
 	t.Run("Isolated", func(t *testing.T) {
-		clock := enginetest.NewClock(Epoch)
+		clock := clocktest.NewClock(Epoch)
 		base := fmt.Sprintf("iso-%d-%d", time.Now().UnixNano(), reopenSeq.Add(1))
 		a := open(t, clock, base+"-a")
 		t.Cleanup(func() { _ = a.Close() })

@@ -1,7 +1,8 @@
-// Package enginetest holds the test fakes of the engine's interfaces, written
-// once: Clock, a manually advanced clock that is both an engine.Clock and an
-// admission.Clock (it makes timers). It is imported only by tests.
-package enginetest
+// Package clocktest holds the manual clock of the tests, written once:
+// Clock is a clock.Clock (it makes timers), so also an engine.Clock and an
+// admission.Clock. It imports only internal/clock, so that every package's
+// tests can use it, the engine's own included. It is imported only by tests.
+package clocktest
 
 import (
 	"cmp"
@@ -9,8 +10,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/breakwater-dev/breakwater/internal/engine"
-	"github.com/breakwater-dev/breakwater/internal/engine/admission"
+	"github.com/breakwater-dev/breakwater/internal/clock"
 )
 
 // Clock is a manually advanced clock for tests. Time only moves when
@@ -25,10 +25,7 @@ type Clock struct {
 	waiting chan struct{}
 }
 
-var (
-	_ engine.Clock    = (*Clock)(nil)
-	_ admission.Clock = (*Clock)(nil)
-)
+var _ clock.Clock = (*Clock)(nil)
 
 // NewClock returns a Clock set to t.
 func NewClock(t time.Time) *Clock { return &Clock{now: t} }
@@ -41,7 +38,7 @@ func (c *Clock) Now() time.Time {
 }
 
 // NewTimer returns a timer that fires when the clock reaches Now()+d.
-func (c *Clock) NewTimer(d time.Duration) admission.Timer {
+func (c *Clock) NewTimer(d time.Duration) clock.Timer {
 	t := &timer{clock: c, ch: make(chan time.Time, 1)}
 	c.mu.Lock()
 	t.when = c.now.Add(d)
