@@ -72,3 +72,27 @@ func TestCombosAdminAPI(t *testing.T) {
 		t.Fatalf("deleted combo still routes: %d", resp.StatusCode)
 	}
 }
+
+// A combo name that needs escaping in a path arrives percent-encoded (as
+// the console sends it): PUT defines "team mix", which routes by its
+// name, and DELETE removes it.
+func TestCombosAdminAPIEscapedName(t *testing.T) {
+	h := start(t, comboConfig)
+	code, body := h.admin("PUT", "/api/combos/team%20mix", `{"strategy":"priority","targets":[{"model":"pb/mb"}]}`)
+	if code != 200 {
+		t.Fatalf("put: %d %v", code, body)
+	}
+	resp := h.post("/v1/chat/completions", chat("team mix", ""))
+	readBody(t, resp)
+	if resp.StatusCode != 200 || resp.Header.Get("X-Breakwater-Provider") != "pb" {
+		t.Fatalf("combo %q: %d via %s", "team mix", resp.StatusCode, resp.Header.Get("X-Breakwater-Provider"))
+	}
+	if code, body := h.admin("DELETE", "/api/combos/team%20mix", ""); code != 200 {
+		t.Fatalf("delete: %d %v", code, body)
+	}
+	resp = h.post("/v1/chat/completions", chat("team mix", ""))
+	readBody(t, resp)
+	if resp.StatusCode != 404 {
+		t.Fatalf("deleted combo still routes: %d", resp.StatusCode)
+	}
+}

@@ -1,11 +1,15 @@
 package gateway_test
 
 import (
+	"bufio"
 	"encoding/json"
+	"net"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // connTestConfig: alpha (openai, two keys) and claude (anthropic, one
@@ -236,5 +240,51 @@ func TestConnectionTestTimesOut(t *testing.T) {
 	}
 	if a1 := connectionsOf(t, h, "alpha")["a1"]; a1 != nil {
 		t.Fatalf("a timed-out test cooled a1: %v", a1)
+	}
+}
+
+// Identifiers that need escaping in a path (a space, "?", "#") reach the
+// connection test percent-encoded, as the console and the CLI send them;
+// a malformed escape is a 400 naming the parameter and calls nothing.
+func TestConnectionTestEscapedIdentifiers(t *testing.T) {
+	cfg := strings.Replace(connTestConfig, "- {id: a2,", `- {id: "team b?#2",`, 1)
+	h := startWith(t, cfg, newFakeClock())
+	code, raw := connTest(t, h, "alpha", url.PathEscape("team b?#2"), "")
+	var res map[string]any
+	if err := json.Unmarshal([]byte(raw), &res); err != nil {
+		t.Fatal(err)
+	}
+	if code != 200 || res["ok"] != true {
+		t.Fatalf("test of %q answered %d: %s, want ok", "team b?#2", code, raw)
+	}
+	if calls := h.mock.Stats().ByKeyModel["sk-alpha-a2-conntest-secret|m1"]; calls != 1 {
+		t.Fatalf("%d upstream calls with the connection's key, want 1", calls)
+	}
+	// Go's client refuses to send a malformed escape: write the request
+	// by hand.
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := conn.Write([]byte("POST /api/providers/alpha/connections/team%zzb/test HTTP/1.1\r\nHost: gw\r\n" +
+		"Authorization: Bearer test-admin-token-0123456789\r\nContent-Length: 0\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw = string(readBody(t, resp))
+	var bad struct {
+		Error struct{ Param, Message string } `json:"error"`
+	}
+	_ = json.Unmarshal([]byte(raw), &bad)
+	if resp.StatusCode != 400 || bad.Error.Param != "connection" || !strings.Contains(bad.Error.Message, "team%zzb") {
+		t.Fatalf("malformed escape answered %d: %s, want 400 naming connection", resp.StatusCode, raw)
+	}
+	if calls := h.mock.Stats().Total; calls != 1 {
+		t.Fatalf("%d upstream calls in all, want 1", calls)
 	}
 }

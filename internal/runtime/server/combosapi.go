@@ -111,7 +111,10 @@ func (s *Server) handleListCombos(c *fiber.Ctx) error {
 // unknown target is a 400 and nothing changes), persisted, then swapped in
 // atomically; requests in flight keep the view they started with.
 func (s *Server) handlePutCombo(c *fiber.Ctx) error {
-	name := strings.Clone(c.Params("name")) // Fiber reuses the request buffer after the handler
+	name, e := pathParam(c, "name")
+	if e != nil {
+		return s.adminError(c, e)
+	}
 	var cb config.Combo
 	dec := json.NewDecoder(strings.NewReader(string(c.Body())))
 	dec.DisallowUnknownFields()
@@ -140,7 +143,10 @@ func (s *Server) handlePutCombo(c *fiber.Ctx) error {
 // handleDeleteCombo serves DELETE /api/combos/:name for a combo defined
 // through the admin API.
 func (s *Server) handleDeleteCombo(c *fiber.Ctx) error {
-	name := strings.Clone(c.Params("name")) // Fiber reuses the request buffer after the handler
+	name, e := pathParam(c, "name")
+	if e != nil {
+		return s.adminError(c, e)
+	}
 	s.comboMu.Lock()
 	defer s.comboMu.Unlock()
 	cur := s.view.Load()

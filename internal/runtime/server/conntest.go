@@ -1,11 +1,14 @@
 package server
 
 import (
+	"net/url"
 	"slices"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // handleTestConnection serves POST
@@ -18,7 +21,9 @@ import (
 // false, status, latency_ms, model, reason, message} when it failed (a
 // failed test records nothing). An unknown provider or connection is a
 // 404 naming it; a bad body or a model the provider does not list, a 400
-// naming the field. It logs one line per test; the answer and the log
+// naming the field. Identifiers come percent-encoded in the path (the
+// console encodes them; a malformed escape is a 400 naming the
+// parameter). It logs one line per test; the answer and the log
 // never carry the credential.
 func (s *Server) handleTestConnection(c *fiber.Ctx) error {
 	var req struct {
@@ -27,7 +32,14 @@ func (s *Server) handleTestConnection(c *fiber.Ctx) error {
 	if e := decodeJSON(c, &req); e != nil {
 		return s.adminError(c, e)
 	}
-	pid, cid := c.Params("provider"), c.Params("connection")
+	pid, e := pathParam(c, "provider")
+	if e != nil {
+		return s.adminError(c, e)
+	}
+	cid, e := pathParam(c, "connection")
+	if e != nil {
+		return s.adminError(c, e)
+	}
 	p, ok := s.view.Load().routing.Topology.Provider(pid)
 	if !ok {
 		return s.adminError(c, notFound("provider", "unknown provider "+quote(pid)))
@@ -51,4 +63,15 @@ func (s *Server) handleTestConnection(c *fiber.Ctx) error {
 		return s.engineError(c, err)
 	}
 	return c.JSON(res)
+}
+
+// pathParam returns the route parameter name of c, percent-decoded, as a
+// string of its own (Fiber reuses the request buffer after the handler);
+// a malformed escape is a 400 naming the parameter.
+func pathParam(c *fiber.Ctx, name string) (string, *wire.APIError) {
+	v, err := url.PathUnescape(c.Params(name))
+	if err != nil {
+		return "", badRequest(name, "malformed percent-encoding in the path: "+quote(c.Params(name)))
+	}
+	return strings.Clone(v), nil
 }
