@@ -146,3 +146,25 @@ func TestUsageWallOnlyForOAuthConnections(t *testing.T) {
 		t.Fatal("no warning for usage-wall options on an apikey connection")
 	}
 }
+
+// A connection test of a Claude subscription connection inside its
+// lower-priority lane goes through the lane (the anthropic-usage-limit
+// header routed traffic carries) and passes; outside the lane the wall
+// would refuse it.
+func TestConnectionTestUsesTheLowerPriorityLane(t *testing.T) {
+	h := start(t, wallCfg(true, false))
+	h.setScript(wallScript(time.Now().Add(time.Hour).Unix()))
+	code, raw := connTest(t, h, "claude", "sub", "")
+	if code != 200 || !strings.Contains(raw, `"ok":false`) || !strings.Contains(raw, `"status":429`) {
+		t.Fatalf("before the lane: %d %s, want ok:false at the wall (429)", code, raw)
+	}
+	readBody(t, h.post("/v1/messages", msgBody)) // meets the wall, enters the lane
+	before := h.mock.Stats().ByKey["sk-sub"].Calls
+	code, raw = connTest(t, h, "claude", "sub", "")
+	if code != 200 || !strings.Contains(raw, `"ok":true`) {
+		t.Fatalf("in the lane: %d %s, want ok", code, raw)
+	}
+	if n := h.mock.Stats().ByKey["sk-sub"].Calls - before; n != 1 {
+		t.Fatalf("the test made %d calls on sub, want 1 (straight to the lane)", n)
+	}
+}

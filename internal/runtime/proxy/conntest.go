@@ -117,6 +117,14 @@ func (p *Proxy) connTestCall(ctx context.Context, lim upstream.Limits, cn *topol
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", p.ua)
 	cn.Provider.Adapter.SetHeaders(req.Header, cn.APIKey, nil)
+	// A Claude subscription connection inside its lower-priority lane is
+	// tested in the lane, as routed traffic would use it: outside it the
+	// wall would refuse the probe of a connection that serves.
+	if cfg, ok := wallConfig(topology.Candidate{Provider: cn.Provider, Connection: cn}); ok {
+		for k, v := range p.wall.RequestHeaders(cn.Ref, cfg) {
+			req.Header.Set(k, v)
+		}
+	}
 	resp, err := p.up.Do(req, route, lim)
 	if err != nil {
 		return 0, nil, nil, err
