@@ -304,3 +304,28 @@ func TestOversizedBodyAnswerReachesAClientStillWriting(t *testing.T) {
 		}
 	}
 }
+
+// Legacy completions ride the same attempt loop as chat: a 503 on the
+// first connection fails over to the second, then a combo falls over to
+// its next provider; the client gets one text_completion, with the route
+// headers of the connection that served.
+func TestLegacyCompletionsFailOver(t *testing.T) {
+	h := start(t, baseConfig)
+	h.setScript(`rules: [{key: sk-alpha-1-secret, path: /v1/completions, responses: [{status: 503}]}]`)
+	resp := h.post("/v1/completions", `{"model":"alpha/m1","prompt":"hello there"}`)
+	m := decode(t, resp)
+	if resp.StatusCode != 200 || m["object"] != "text_completion" || resp.Header.Get("X-Breakwater-Connection") != "a2" ||
+		resp.Header.Get("X-Breakwater-Attempts") != "2" {
+		t.Fatalf("connection failover: %d via %s (%s attempts): %v", resp.StatusCode,
+			resp.Header.Get("X-Breakwater-Connection"), resp.Header.Get("X-Breakwater-Attempts"), m)
+	}
+	h.setScript(`rules: [{key: sk-alpha-*, path: /v1/completions, responses: [{status: 503}]}]`)
+	resp = h.post("/v1/completions", `{"model":"combo1","prompt":"hello there"}`)
+	m = decode(t, resp)
+	if resp.StatusCode != 200 || m["object"] != "text_completion" || resp.Header.Get("X-Breakwater-Provider") != "beta" {
+		t.Fatalf("combo failover: %d via %s: %v", resp.StatusCode, resp.Header.Get("X-Breakwater-Provider"), m)
+	}
+	if st := h.mock.Stats(); st.ByKey["sk-beta-1-secret"].Calls != 1 {
+		t.Fatalf("beta served %d calls, want 1: %+v", st.ByKey["sk-beta-1-secret"].Calls, st.ByKey)
+	}
+}
