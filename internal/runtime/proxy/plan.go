@@ -207,7 +207,7 @@ func (p *Proxy) comboOutcome(x *state, cd topology.Candidate, success bool) {
 }
 
 // observeQuota feeds upstream x-ratelimit-* headers of a combo candidate
-// to the quota-aware strategies.
+// to the quota-aware strategies (observeRateLimit calls it).
 func (p *Proxy) observeQuota(x *state, cd topology.Candidate, h map[string]string) {
 	if cd.Combo == nil || len(h) == 0 {
 		return
