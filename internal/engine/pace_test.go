@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -100,6 +102,24 @@ func TestPacingBesideACooldown(t *testing.T) {
 		}
 		if ex, ok := te.Check(c[0], c[1], "m"); ok {
 			t.Errorf("%s/%s excluded: %+v", c[0], c[1], ex)
+		}
+	}
+}
+
+// connection_order takes "headroom" (the default) or "config"; anything
+// else is refused naming the field.
+func TestConnectionOrderSetting(t *testing.T) {
+	if got := DefaultSettings().ConnectionOrder; got != ConnectionOrderHeadroom {
+		t.Fatalf("default %q", got)
+	}
+	s, err := ApplyPatch(DefaultSettings(), []byte(`{"connection_order":"config"}`))
+	if err != nil || s.ConnectionOrder != ConnectionOrderConfig {
+		t.Fatalf("config: %+v, %v", s.ConnectionOrder, err)
+	}
+	for _, bad := range []string{`"random"`, `""`} {
+		_, err := ApplyPatch(DefaultSettings(), []byte(`{"connection_order":`+bad+`}`))
+		if !errors.Is(err, ErrInvalidSettings) || !strings.Contains(err.Error(), "connection_order") {
+			t.Errorf("connection_order %s: %v", bad, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package proxy_test
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,13 +13,15 @@ import (
 )
 
 // paceConfig is one provider with two keys, the window gate on (so that
-// a count it took would show).
+// a count it took would show), the connections in configured order (so
+// that pacing alone decides; headroomConfig orders by headroom).
 const paceConfig = `
 server: {listen: 127.0.0.1:0}
 state: {backend: memory}
 resilience:
   request_queue: {auto_enable_api_key_providers: false}
   provider_cooldown: {enabled: true}
+  connection_order: config
 providers:
   - id: alpha
     kind: openai
@@ -219,5 +222,51 @@ func TestAStreamPacesItsKeyAtHeaderTime(t *testing.T) {
 	}
 	if res, _ := l.serve(l.request(wire.FormatChat, chat("alpha/m1", `,"stream":true`))); res.Route.Connection != "a2" {
 		t.Fatalf("second stream via %+v", res.Route)
+	}
+}
+
+// headroomConfig is paceConfig with the default connection order.
+var headroomConfig = strings.Replace(paceConfig, "  connection_order: config\n", "", 1)
+
+// quotaRule is a mock rule whose key answers 200 reporting left of 10
+// requests, refilled in reset.
+func quotaRule(key string, left int, reset string) string {
+	return `{key: ` + key + `, responses: [{headers: {x-ratelimit-limit-requests: "10", x-ratelimit-remaining-requests: "` +
+		strconv.Itoa(left) + `", x-ratelimit-reset-requests: "` + reset + `"}}]}`
+}
+
+// The default connection order spreads a target's load by headroom: the
+// key whose upstream reported more left goes first; a key that reported
+// nothing counts as full; ties keep the configured order; once a key's
+// reset passes it counts as full again. With connection_order: config
+// the configured order stays.
+func TestConnectionsAreTriedByReportedHeadroom(t *testing.T) {
+	l := newLoop(t, headroomConfig, `rules: [`+quotaRule("sk-a1", 4, "2s")+`, `+quotaRule("sk-a2", 7, "2s")+`]`)
+	route := func() string {
+		t.Helper()
+		res, _ := l.serve(l.request(wire.FormatChat, chat("alpha/m1", "")))
+		if res.Status != 200 || res.Route.Attempts != 1 {
+			t.Fatalf("status %d via %+v", res.Status, res.Route)
+		}
+		return res.Route.Connection
+	}
+	// a1 first (nothing known, configured order); it reports 4/10 and a2,
+	// unknown, counts as full; a2 reports 7/10, more than a1's 4/10.
+	for i, want := range []string{"a1", "a2", "a2"} {
+		if got := route(); got != want {
+			t.Fatalf("request %d went to %s, want %s", i+1, got, want)
+		}
+	}
+	// Both reports are 2 s old: both full again, configured order.
+	l.clock.Advance(2 * time.Second)
+	if got := route(); got != "a1" {
+		t.Fatalf("after the resets: %s, want a1", got)
+	}
+
+	fixed := newLoop(t, paceConfig, `rules: [`+quotaRule("sk-a1", 4, "2s")+`, `+quotaRule("sk-a2", 7, "2s")+`]`)
+	for range 3 {
+		if res, _ := fixed.serve(fixed.request(wire.FormatChat, chat("alpha/m1", ""))); res.Route.Connection != "a1" {
+			t.Fatalf("connection_order config: request via %+v", res.Route)
+		}
 	}
 }

@@ -206,24 +206,14 @@ func (p *Proxy) comboOutcome(x *state, cd topology.Candidate, success bool) {
 	r.strat.Report(x.sreq[cd.Combo], r.targets, cd.Target, success)
 }
 
-// observeQuota feeds upstream x-ratelimit-* headers of a combo candidate
-// to the quota-aware strategies (observeRateLimit calls it).
-func (p *Proxy) observeQuota(x *state, cd topology.Candidate, h map[string]string) {
-	if cd.Combo == nil || len(h) == 0 {
-		return
-	}
-	if q, ok := strategy.ParseQuotaHeaders(h, p.clock.Now()); ok {
-		p.signals.ObserveQuota(x.rt.routes[cd.Combo].targets[cd.Target].Key, q)
-	}
-}
-
 // order orders the candidates for dispatch: the quota-share selection
-// among each target's connections first (shareOrder), then the session's
+// among each target's connections first (shareOrder), the others by
+// reported headroom (headroomOrder), then the session's
 // claims above it: a leased request keeps only its key's allowed
 // connections, its bound connection first; an affinity session moves its
 // pinned connection first.
 func (p *Proxy) order(ctx context.Context, x *state, cands []topology.Candidate) []topology.Candidate {
-	cands = p.shareOrder(cands)
+	cands = p.headroomOrder(p.shareOrder(cands))
 	if x.lease != nil {
 		kept := make([]topology.Candidate, 0, len(cands))
 		for _, cd := range cands {
