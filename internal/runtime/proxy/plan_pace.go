@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"cmp"
 	"net/http"
 	"slices"
 	"strings"
@@ -114,45 +115,24 @@ func (p *Proxy) headroomOrder(cands []topology.Candidate) []topology.Candidate {
 		return cands
 	}
 	now := p.clock.Now()
-	var out []topology.Candidate
-	for i := 0; i < len(cands); {
-		j := i + 1
-		for j < len(cands) && sameTarget(cands[i], cands[j]) {
-			j++
+	return reorderRuns(cands, func(run []topology.Candidate) []int {
+		if p.anyShared(run) {
+			return nil
 		}
-		if j-i > 1 && !p.anyShared(cands[i:j]) {
-			room := make([]float64, j-i)
-			sorted := true
-			for k := range room {
-				room[k] = p.headroom.headroom(cands[i+k].Connection.Ref, now)
-				sorted = sorted && (k == 0 || room[k] <= room[k-1])
-			}
-			if !sorted {
-				if out == nil {
-					out = slices.Clone(cands)
-				}
-				idx := make([]int, j-i)
-				for k := range idx {
-					idx[k] = k
-				}
-				slices.SortStableFunc(idx, func(a, b int) int {
-					switch {
-					case room[a] > room[b]:
-						return -1
-					case room[a] < room[b]:
-						return 1
-					}
-					return 0
-				})
-				for k, o := range idx {
-					out[i+k] = cands[i+o]
-				}
-			}
+		room := make([]float64, len(run))
+		sorted := true
+		for k := range room {
+			room[k] = p.headroom.headroom(run[k].Connection.Ref, now)
+			sorted = sorted && (k == 0 || room[k] <= room[k-1])
 		}
-		i = j
-	}
-	if out == nil {
-		return cands
-	}
-	return out
+		if sorted {
+			return nil
+		}
+		idx := make([]int, len(run))
+		for k := range idx {
+			idx[k] = k
+		}
+		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(room[b], room[a]) })
+		return idx
+	})
 }
