@@ -223,9 +223,7 @@ func (b *bench) fillFire(res *UnderFireResult, gw [2]*load.Result, before, after
 			res.RequiredDownCalls = res.Setup.BreakerOpenAfter + t.OpenPeriods - 1
 		}
 	}
-	if g := res.Gateway; g.OK > 0 && res.Setup.CallSuccessP > 0 {
-		res.Floor = 1/res.Setup.CallSuccessP + float64(res.RequiredDownCalls)/float64(g.OK)
-	}
+	res.Floor = res.floor()
 }
 
 // recovery is scenario 6: under the same load, the down provider is

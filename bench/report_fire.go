@@ -147,8 +147,8 @@ func (r *Report) fireTargets() []Budget {
 	b := na("under fire (random 429s): upstream calls per success", fmt.Sprintf("within %.0f %% of the floor", 100*(targetFloorSlack-1)),
 		"every upstream call (both providers) over client successes; floor: 1 / the chance a call to the flaky provider succeeds, "+
 			"plus the down provider's calls the spec requires — the failures that open its breaker and one probe per HALF_OPEN (§1) — over the successes (§6)")
-	if f := r.UnderFire; f != nil && f.Gateway.Scheduled > 0 && f.Floor > 0 {
-		floor := f.Floor
+	if f := r.UnderFire; f != nil && f.Gateway.Scheduled > 0 && f.Setup.CallSuccessP > 0 {
+		floor := f.floor()
 		if f.Gateway.OK == 0 {
 			b.Figure, b.Status = fmt.Sprintf("no success (%d calls)", f.UpstreamCalls), statusFail
 		} else {
@@ -293,7 +293,7 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 			if f.Gateway.OK > 0 {
 				fmt.Fprintf(b, "; this run's breaker watch shows %d OPEN periods, so %d calls to it were required, "+
 					"%.3f per success: the floor is **%.3f calls per success**", openPeriods(f, proc.FireDownProvider), f.RequiredDownCalls,
-					float64(f.RequiredDownCalls)/float64(f.Gateway.OK), f.Floor)
+					float64(f.RequiredDownCalls)/float64(f.Gateway.OK), f.floor())
 			}
 			b.WriteString(". The mock's draws are seeded: the flaky part of a run differs from its expectation by chance " +
 				"(one standard deviation of the calls per success is about √((1−p)/(p²·successes)), ±0.06 at 200 successes), " +
@@ -424,4 +424,17 @@ func openPeriods(f *UnderFireResult, provider string) int {
 		}
 	}
 	return 0
+}
+
+// floor is the calls per success a spec-following router needs on
+// average (see UnderFireResult.Floor); 0 when unknown.
+func (f *UnderFireResult) floor() float64 {
+	if f.Setup.CallSuccessP <= 0 {
+		return 0
+	}
+	fl := 1 / f.Setup.CallSuccessP
+	if f.Gateway.OK > 0 {
+		fl += float64(f.RequiredDownCalls) / float64(f.Gateway.OK)
+	}
+	return fl
 }
