@@ -18,6 +18,7 @@ const (
 	HintSourceBody             = "body"
 	rateLimitResetPrefix       = "x-ratelimit-reset"
 	rateLimitRemainingPrefix   = "x-ratelimit-remaining"
+	rateLimitLimitPrefix       = "x-ratelimit-limit"
 	anthropicRateLimitPrefix   = "anthropic-ratelimit-"
 	epochSecondsThreshold      = 1e9  // larger plain numbers are unix seconds
 	epochMillisecondsThreshold = 1e12 // larger plain numbers are unix milliseconds
@@ -109,7 +110,7 @@ func PaceHint(headers map[string]string, now time.Time) (time.Duration, bool) {
 		if !ok || !strings.HasPrefix(stem, anthropicRateLimitPrefix) {
 			continue
 		}
-		if left, parsed := parseNonNegative(v); !parsed || left != 0 {
+		if left, parsed := parseNonNegative(v); !parsed || left != 0 || zeroCount(headers, stem+"-limit") {
 			continue
 		}
 		if r, found := headers[stem+"-reset"]; found {
@@ -119,6 +120,16 @@ func PaceHint(headers map[string]string, now time.Time) (time.Duration, bool) {
 		}
 	}
 	return d, hit && d > 0
+}
+
+// zeroCount reports whether headers[name] is present and reads as 0.
+func zeroCount(headers map[string]string, name string) bool {
+	v, ok := headers[name]
+	if !ok {
+		return false
+	}
+	n, parsed := parseNonNegative(v)
+	return parsed && n == 0
 }
 
 // rateLimitResets reads the x-ratelimit-reset* headers: the largest of
@@ -137,10 +148,12 @@ func rateLimitResets(headers map[string]string, now time.Time) (hit time.Duratio
 		}
 		remaining, found := headers[rateLimitRemainingPrefix+suffix]
 		left, parsed := parseNonNegative(remaining)
+		// A limit of 0 says there is no limit, not that it was reached.
+		unlimited := zeroCount(headers, rateLimitLimitPrefix+suffix)
 		switch {
-		case found && parsed && left == 0:
+		case found && parsed && left == 0 && !unlimited:
 			hit, haveHit = max(hit, d), true
-		case !found || !parsed:
+		case !found || !parsed || unlimited:
 			unknown, haveUnknown = max(unknown, d), true
 		}
 	}

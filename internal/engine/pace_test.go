@@ -31,6 +31,8 @@ func TestPaceHint(t *testing.T) {
 		{"unreadable reset", map[string]string{"x-ratelimit-remaining": "0", "x-ratelimit-reset": "soon"}, 0, false},
 		{"capped", map[string]string{"x-ratelimit-remaining": "0", "x-ratelimit-reset": "99999h"}, MaxRetryHint, true},
 		{"no headers", nil, 0, false},
+		{"a limit of 0 is no limit", map[string]string{"x-ratelimit-limit-requests": "0", "x-ratelimit-remaining-requests": "0", "x-ratelimit-reset-requests": "1s"}, 0, false},
+		{"anthropic limit of 0", map[string]string{"anthropic-ratelimit-requests-limit": "0", "anthropic-ratelimit-requests-remaining": "0", "anthropic-ratelimit-requests-reset": "2025-07-01T09:00:30Z"}, 0, false},
 	}
 	for _, tc := range tests {
 		got, ok := PaceHint(tc.h, now)
