@@ -109,6 +109,17 @@ func (b *bench) underFire(ctx context.Context) error {
 		CallSuccessP:         pOK,
 	}}
 	b.rep.UnderFire = res
+	var settings struct {
+		CircuitBreaker struct {
+			APIKey struct {
+				FailureThreshold int `json:"failure_threshold"`
+			} `json:"apikey"`
+		} `json:"circuit_breaker"`
+	}
+	if err := b.getJSON(ctx, "http://"+child.Addr+"/api/resilience", proc.FireAdminToken, &settings); err != nil {
+		return fmt.Errorf("reading the breaker threshold: %w", err)
+	}
+	res.Setup.BreakerOpenAfter = settings.CircuitBreaker.APIKey.FailureThreshold
 
 	// Direct, then through the bare proxy: the same load to the flaky
 	// provider's first key.
@@ -208,7 +219,11 @@ func (b *bench) fillFire(res *UnderFireResult, gw [2]*load.Result, before, after
 		}
 		res.Breakers = append(res.Breakers, w)
 		res.WastedCalls += t.Open
+		if p.id == proc.FireDownProvider && t.OpenPeriods > 0 {
+			res.RequiredDownCalls = res.Setup.BreakerOpenAfter + t.OpenPeriods - 1
+		}
 	}
+	res.Floor = res.floor()
 }
 
 // recovery is scenario 6: under the same load, the down provider is

@@ -38,6 +38,10 @@ type FireSetup struct {
 	CapacityBoundRPS float64 `json:"capacity_bound_rps"`
 	// CallSuccessP is the chance that one call to the up provider succeeds.
 	CallSuccessP float64 `json:"call_success_p"`
+	// BreakerOpenAfter is the down provider's breaker failure threshold
+	// (the gateway's circuit_breaker.apikey.failure_threshold): the
+	// failures it must see before it opens (docs/resilience.md §1).
+	BreakerOpenAfter int `json:"breaker_open_after"`
 }
 
 // FireSide is one target's figures for an under-fire load.
@@ -85,6 +89,16 @@ type UnderFireResult struct {
 	CallsByKey    map[string]int64 `json:"calls_by_key"`
 	// AttemptsPerSuccess is UpstreamCalls over the gateway's successes.
 	AttemptsPerSuccess float64 `json:"attempts_per_success"`
+	// RequiredDownCalls are the calls to the down provider the spec
+	// requires (§1): the failures that open its breaker
+	// (Setup.BreakerOpenAfter) and one probe per HALF_OPEN that the run
+	// saw (an OPEN period after the first begins with a failed probe; a
+	// probe still in flight at the end is not counted).
+	RequiredDownCalls int `json:"required_down_calls"`
+	// Floor is the calls per success a spec-following router needs on
+	// average: 1 / CallSuccessP for the flaky provider, plus
+	// RequiredDownCalls over the successes.
+	Floor float64 `json:"floor"`
 	// AttemptsHeaderPerSuccess is the mean X-Breakwater-Attempts of the
 	// successful answers; SuccessAttempts and FailureAttempts count its
 	// values ("" = absent); ServedBy counts X-Breakwater-Provider of the
@@ -131,9 +145,10 @@ type RecoveryResult struct {
 func (r *Report) fireTargets() []Budget {
 	var out []Budget
 	b := na("under fire (random 429s): upstream calls per success", fmt.Sprintf("within %.0f %% of the floor", 100*(targetFloorSlack-1)),
-		"every upstream call (both providers) over client successes; floor: 1 / the chance a call to the flaky provider succeeds (§6)")
+		"every upstream call (both providers) over client successes; floor: 1 / the chance a call to the flaky provider succeeds, "+
+			"plus the down provider's calls the spec requires — the failures that open its breaker and one probe per HALF_OPEN (§1) — over the successes (§6)")
 	if f := r.UnderFire; f != nil && f.Gateway.Scheduled > 0 && f.Setup.CallSuccessP > 0 {
-		floor := 1 / f.Setup.CallSuccessP
+		floor := f.floor()
 		if f.Gateway.OK == 0 {
 			b.Figure, b.Status = fmt.Sprintf("no success (%d calls)", f.UpstreamCalls), statusFail
 		} else {
@@ -272,8 +287,17 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 		}
 		if s.CallSuccessP > 0 {
 			fmt.Fprintf(b, "Attempts floor: a call to the flaky provider succeeds with probability %.3f (no 429, and for streams no stall), "+
-				"so even a router that never calls the down provider needs about **%.2f calls per success**.\n\n",
-				s.CallSuccessP, 1/s.CallSuccessP)
+				"so a router needs about %.3f calls to it per success whatever it does (every call is a fresh draw). "+
+				"The down provider costs calls the spec requires too: its breaker opens only after %d failures (§1), "+
+				"and each HALF_OPEN lets one probe through", s.CallSuccessP, 1/s.CallSuccessP, s.BreakerOpenAfter)
+			if f.Gateway.OK > 0 {
+				fmt.Fprintf(b, "; this run's breaker watch shows %d OPEN periods, so %d calls to it were required, "+
+					"%.3f per success: the floor is **%.3f calls per success**", openPeriods(f, proc.FireDownProvider), f.RequiredDownCalls,
+					float64(f.RequiredDownCalls)/float64(f.Gateway.OK), f.floor())
+			}
+			b.WriteString(". The mock's draws are seeded: the flaky part of a run differs from its expectation by chance " +
+				"(one standard deviation of the calls per success is about √((1−p)/(p²·successes)), ±0.06 at 200 successes), " +
+				"the direct and bare columns show the same script's draws without a gateway.\n\n")
 		}
 		d, bp, g := f.Direct, f.Bare, f.Gateway
 		fireHead(t, "flaky key")
@@ -293,7 +317,10 @@ func (r *Report) fireMarkdown(b *strings.Builder) {
 				}
 			}
 			t.row("calls to the flaky provider per success", "–", "–",
-				fmt.Sprintf("%.3f (floor %.3f)", float64(flaky)/float64(g.OK), 1/s.CallSuccessP), "")
+				fmt.Sprintf("%.3f (expected %.3f)", float64(flaky)/float64(g.OK), 1/s.CallSuccessP), "")
+			t.row("calls to the down provider", "–", "–",
+				fmt.Sprintf("%d (required %d: %d to open the breaker, %d probes)", f.UpstreamCalls-flaky, f.RequiredDownCalls,
+					s.BreakerOpenAfter, f.RequiredDownCalls-s.BreakerOpenAfter), "")
 		}
 		t.row("X-Breakwater-Attempts of successes", "–", "–", tallyCell(f.SuccessAttempts)+fmt.Sprintf(" (mean %.3f)", f.AttemptsHeaderPerSuccess), "")
 		t.row("X-Breakwater-Attempts of failures", "–", "–", tallyCell(f.FailureAttempts), "")
@@ -386,4 +413,28 @@ func (r *Report) rateLimitedMarkdown(b *strings.Builder) {
 	t.row("Breakwater calls by key", "–", "–", strings.Join(keys, ", "), "")
 	t.row("X-Breakwater-Attempts of successes / failures", "–", "–", tallyCell(rl.SuccessAttempts)+" / "+tallyCell(rl.FailureAttempts), "")
 	b.WriteString("\n")
+}
+
+// openPeriods is the number of OPEN periods the breaker watch saw for
+// provider.
+func openPeriods(f *UnderFireResult, provider string) int {
+	for _, w := range f.Breakers {
+		if w.Provider == provider {
+			return w.OpenPeriods
+		}
+	}
+	return 0
+}
+
+// floor is the calls per success a spec-following router needs on
+// average (see UnderFireResult.Floor); 0 when unknown.
+func (f *UnderFireResult) floor() float64 {
+	if f.Setup.CallSuccessP <= 0 {
+		return 0
+	}
+	fl := 1 / f.Setup.CallSuccessP
+	if f.Gateway.OK > 0 {
+		fl += float64(f.RequiredDownCalls) / float64(f.Gateway.OK)
+	}
+	return fl
 }

@@ -63,12 +63,14 @@ func fullReport() *Report {
 		FailurePath: &FailurePath{Command: "go test", Rules: 100, Cases: []FailurePathCase{{Name: "restated_403", MedianNs: 35000, Rules: 100}}},
 	}
 	r.UnderFire = &UnderFireResult{
-		Setup:              FireSetup{RatePerS: 50, StreamShare: 0.5, Seconds: 20, Providers: []string{"down", "up"}, ConnectionsPerProvider: 2, RetryHeader: "Retry-After: 1", CapacityBoundRPS: 4.5, CallSuccessP: 0.675},
+		Setup: FireSetup{RatePerS: 50, StreamShare: 0.5, Seconds: 20, Providers: []string{"down", "up"}, ConnectionsPerProvider: 2, RetryHeader: "Retry-After: 1", CapacityBoundRPS: 4.5, CallSuccessP: 0.675,
+			BreakerOpenAfter: 12},
 		Direct:             FireSide{Target: "direct", OK: 660, Scheduled: 1000, SuccessPct: 66},
 		Bare:               FireSide{Target: "bare", OK: 661, Scheduled: 1000, SuccessPct: 66.1},
 		Gateway:            FireSide{Target: "gateway", OK: 996, Scheduled: 1000, SuccessPct: 99.6},
 		UpstreamCalls:      1500,
-		AttemptsPerSuccess: 1500.0 / 996, // 1.506, floor 1.481: ×1.017
+		AttemptsPerSuccess: 1500.0 / 996, // 1.506, floor 1.481 + 14/996 = 1.496: ×1.007
+		RequiredDownCalls:  14,           // 12 to open, 2 probes (3 OPEN periods)
 		Breakers: []BreakerWatch{
 			{Provider: "down", OpenPeriods: 3, OpenSeconds: 17.2, UnattributedCalls: 15},
 			{Provider: "up", ClosedCalls: 1425},
@@ -165,6 +167,13 @@ func TestEvaluateTargets(t *testing.T) {
 		{"failure path with 10 rules", "failure path", "FAIL", func(r *Report) { r.Curves.FailurePath.Rules = 10 }},
 		{"failure path benchmark failed", "failure path", "FAIL", func(r *Report) { r.Curves.FailurePath.Err = "exit status 1" }},
 		{"random 429s: ×1.06 the floor", "under fire (random 429s): upstream calls", "FAIL", func(r *Report) {
+			r.UnderFire.AttemptsPerSuccess = 1.06 * (1/0.675 + 14.0/996)
+		}},
+		{"random 429s: ×1.04 the floor with the down provider's required calls", "under fire (random 429s): upstream calls", "PASS", func(r *Report) {
+			r.UnderFire.AttemptsPerSuccess = 1.04 * (1/0.675 + 14.0/996) // ×1.054 of 1/p alone
+		}},
+		{"random 429s: the breaker never opened, no required calls", "under fire (random 429s): upstream calls", "FAIL", func(r *Report) {
+			r.UnderFire.RequiredDownCalls = 0
 			r.UnderFire.AttemptsPerSuccess = 1.06 / 0.675
 		}},
 		{"random 429s: no success", "under fire (random 429s): upstream calls", "FAIL", func(r *Report) { r.UnderFire.Gateway.OK = 0 }},
@@ -273,7 +282,8 @@ func TestMarkdownAndJSON(t *testing.T) {
 		"### Request body size", "bare proxy **400 µs/MB**, Breakwater **700 µs/MB**",
 		"### Concurrent slow streams", "| 10000 | 10000 / 10000 / 10000 | 5.00 / 6.00 / 7.50 ms | **+1.500 ms** | 19.0 / 40.0 KB | 30 → 40 | 20 → 24 |",
 		"### Failure path", "**35.0 µs**",
-		"## 6. Under fire: random 429s", "| calls to the flaky provider per success | – | – | 0.703 (floor 1.481) |",
+		"## 6. Under fire: random 429s", "| calls to the flaky provider per success | – | – | 0.703 (expected 1.481) |",
+		"| calls to the down provider | – | – | 800 (required 14: 12 to open the breaker, 2 probes) |",
 		"## 7. Recovery", "## 8. Under fire where routing can win", "**1.020** (1020 calls)",
 		"## Profiles of the gateway (PROFILE=1)", "| 1 | 0.5s | 12.5 % | `runtime.futex` | 3s | 75.0 % | `main.serve` |",
 		"VmHWM (peak) at the end", "**60.0 MiB**",

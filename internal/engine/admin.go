@@ -48,10 +48,14 @@ type ConnectionStatus struct {
 	TestStatus       TestStatus `json:"test_status"`
 	RateLimitedUntil time.Time  `json:"rate_limited_until,omitzero"`
 	RemainingMS      int64      `json:"remaining_ms"`
-	BackoffLevel     int        `json:"backoff_level"`
-	LastError        string     `json:"last_error,omitempty"`
-	LastErrorType    string     `json:"last_error_type,omitempty"`
-	ErrorCode        int        `json:"error_code,omitempty"`
+	// Paced says that rate_limited_until is a pacing mark: the upstream
+	// reported no requests or tokens left until then on an answer (not an
+	// error; the test status stays as it was).
+	Paced         bool   `json:"paced,omitempty"`
+	BackoffLevel  int    `json:"backoff_level"`
+	LastError     string `json:"last_error,omitempty"`
+	LastErrorType string `json:"last_error_type,omitempty"`
+	ErrorCode     int    `json:"error_code,omitempty"`
 	// TerminalAt, TerminalReason and TerminalRule say when and why a
 	// terminal state was entered (absent otherwise).
 	TerminalAt     time.Time     `json:"terminal_at,omitzero"`
@@ -209,18 +213,28 @@ func (e *Engine) Cooldowns(provider string) []ConnectionStatus {
 			Lockouts:         []LockoutInfo{},
 		})
 	}
-	for _, le := range e.lockouts.active(now) {
-		if provider != "" && le.Provider != provider {
-			continue
-		}
-		k := connKey{le.Provider, le.Connection}
+	entry := func(k connKey) *ConnectionStatus {
 		i, ok := index[k]
 		if !ok {
 			i = len(out)
 			index[k] = i
-			out = append(out, ConnectionStatus{Provider: le.Provider, Connection: le.Connection, TestStatus: TestStatusActive})
+			out = append(out, ConnectionStatus{Provider: k.provider, Connection: k.connection, TestStatus: TestStatusActive, Lockouts: []LockoutInfo{}})
 		}
-		out[i].Lockouts = append(out[i].Lockouts, lockoutInfo(le, now))
+		return &out[i]
+	}
+	for _, pc := range e.pacer.list(provider, now) {
+		cs := entry(pc.key)
+		if cs.TestStatus.Terminal() || !pc.until.After(cs.RateLimitedUntil) {
+			continue
+		}
+		cs.RateLimitedUntil, cs.RemainingMS, cs.Paced = pc.until, pc.until.Sub(now).Milliseconds(), true
+	}
+	for _, le := range e.lockouts.active(now) {
+		if provider != "" && le.Provider != provider {
+			continue
+		}
+		cs := entry(connKey{le.Provider, le.Connection})
+		cs.Lockouts = append(cs.Lockouts, lockoutInfo(le, now))
 	}
 	slices.SortFunc(out, func(a, b ConnectionStatus) int {
 		return cmp.Or(cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Connection, b.Connection))
@@ -243,6 +257,9 @@ func (e *Engine) ClearCooldowns(ctx context.Context, req ClearRequest) (ClearRes
 	var errs []error
 	for _, k := range targets {
 		cleared, blocked := e.cooldowns.clear(k.provider, k.connection, false)
+		if e.pacer.clear(k, now) && !blocked {
+			cleared = true
+		}
 		switch {
 		case blocked:
 			res.SkippedTerminal++
@@ -316,6 +333,7 @@ func (e *Engine) knownConnections() []connKey {
 // credentials. It reports whether anything was cleared.
 func (e *Engine) ResetConnection(ctx context.Context, provider, connection string) (bool, error) {
 	cleared, _ := e.cooldowns.clear(provider, connection, true)
+	paced := e.pacer.clear(connKey{provider, connection}, e.clock.Now())
 	var errs []error
 	if cleared {
 		errs = append(errs, e.persistConn(ctx, provider, connection))
@@ -323,9 +341,9 @@ func (e *Engine) ResetConnection(ctx context.Context, provider, connection strin
 	n, err := e.removeLocks(ctx, e.lockouts.keysOf(provider, connection), e.clock.Now())
 	errs = append(errs, err)
 	if err := errors.Join(errs...); err != nil {
-		return cleared || n > 0, fmt.Errorf("reset connection: %w", err)
+		return cleared || paced || n > 0, fmt.Errorf("reset connection: %w", err)
 	}
-	return cleared || n > 0, nil
+	return cleared || paced || n > 0, nil
 }
 
 // Lockouts lists every active model lockout, sorted by provider,

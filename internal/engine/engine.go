@@ -136,6 +136,7 @@ type Engine struct {
 	breakers  *breakers
 	gate      *windowGate
 	cooldowns *cooldowns
+	pacer     *pacer
 	lockouts  *lockouts
 	egress    egressBook
 	tools     *toolLimits
@@ -177,6 +178,7 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 		classifier: o.Classifier,
 		redact:     o.Redactor,
 		cooldowns:  newCooldowns(),
+		pacer:      newPacer(),
 		lockouts:   newLockouts(),
 		tools:      newToolLimits(),
 		providers:  make(map[string]*providerState, len(o.Providers)),
@@ -497,7 +499,14 @@ func (e *Engine) localExclusion(provider, connection, model string, now time.Tim
 			return Exclusion{Reason: ExclusionProviderCooldown, Until: until}, true
 		}
 	}
-	if ex, ok := e.cooldowns.check(provider, connection, now); ok {
+	ex, cooling := e.cooldowns.check(provider, connection, now)
+	if cooling && ex.Reason == ExclusionUnavailable {
+		return ex, true
+	}
+	if until, paced := e.pacer.check(connKey{provider, connection}, now); paced && (!cooling || until.After(ex.Until)) {
+		return Exclusion{Reason: ExclusionConnectionCooldown, Until: until, Detail: DetailPaced}, true
+	}
+	if cooling {
 		return ex, true
 	}
 	var fams quotaFamilies

@@ -18,6 +18,8 @@ const (
 	HintSourceBody             = "body"
 	rateLimitResetPrefix       = "x-ratelimit-reset"
 	rateLimitRemainingPrefix   = "x-ratelimit-remaining"
+	rateLimitLimitPrefix       = "x-ratelimit-limit"
+	anthropicRateLimitPrefix   = "anthropic-ratelimit-"
 	epochSecondsThreshold      = 1e9  // larger plain numbers are unix seconds
 	epochMillisecondsThreshold = 1e12 // larger plain numbers are unix milliseconds
 )
@@ -85,8 +87,56 @@ func parseRetryAfter(v string, now time.Time) (time.Duration, bool) {
 
 // parseRateLimitReset picks the largest relevant x-ratelimit-reset* value.
 func parseRateLimitReset(headers map[string]string, now time.Time) (time.Duration, bool) {
-	var hit, unknown time.Duration
-	var haveHit, haveUnknown bool
+	hit, haveHit, unknown, haveUnknown := rateLimitResets(headers, now)
+	if haveHit {
+		return hit, true
+	}
+	return unknown, haveUnknown
+}
+
+// PaceHint reads, from the headers of any upstream answer (a success
+// included; names lower-cased), how long the upstream said the connection
+// has nothing left: the largest x-ratelimit-reset* value (the -requests,
+// -tokens and unsuffixed forms, any reset form parseRetryHint reads) whose
+// matching x-ratelimit-remaining* header is 0, and likewise Anthropic's
+// anthropic-ratelimit-*-remaining / -reset pairs. ok is false when no
+// remaining header is 0 or its reset is unknown or not in the future.
+// now is the time the answer arrived (absolute resets need it). PaceHint
+// is a pure function; the result is capped at MaxRetryHint.
+func PaceHint(headers map[string]string, now time.Time) (time.Duration, bool) {
+	d, hit, _, _ := rateLimitResets(headers, now)
+	for name, v := range headers {
+		stem, ok := strings.CutSuffix(name, "-remaining")
+		if !ok || !strings.HasPrefix(stem, anthropicRateLimitPrefix) {
+			continue
+		}
+		if left, parsed := parseNonNegative(v); !parsed || left != 0 || zeroCount(headers, stem+"-limit") {
+			continue
+		}
+		if r, found := headers[stem+"-reset"]; found {
+			if rd, good := parseResetValue(r, now); good {
+				d, hit = max(d, rd), true
+			}
+		}
+	}
+	return d, hit && d > 0
+}
+
+// zeroCount reports whether headers[name] is present and reads as 0.
+func zeroCount(headers map[string]string, name string) bool {
+	v, ok := headers[name]
+	if !ok {
+		return false
+	}
+	n, parsed := parseNonNegative(v)
+	return parsed && n == 0
+}
+
+// rateLimitResets reads the x-ratelimit-reset* headers: the largest of
+// those whose matching x-ratelimit-remaining* header is 0 (hit), and the
+// largest of those without a readable matching remaining header
+// (unknown). Resets whose remaining header is above 0 are ignored.
+func rateLimitResets(headers map[string]string, now time.Time) (hit time.Duration, haveHit bool, unknown time.Duration, haveUnknown bool) {
 	for name, v := range headers {
 		suffix, isReset := strings.CutPrefix(name, rateLimitResetPrefix)
 		if !isReset {
@@ -98,17 +148,16 @@ func parseRateLimitReset(headers map[string]string, now time.Time) (time.Duratio
 		}
 		remaining, found := headers[rateLimitRemainingPrefix+suffix]
 		left, parsed := parseNonNegative(remaining)
+		// A limit of 0 says there is no limit, not that it was reached.
+		unlimited := zeroCount(headers, rateLimitLimitPrefix+suffix)
 		switch {
-		case found && parsed && left == 0:
+		case found && parsed && left == 0 && !unlimited:
 			hit, haveHit = max(hit, d), true
-		case !found || !parsed:
+		case !found || !parsed || unlimited:
 			unknown, haveUnknown = max(unknown, d), true
 		}
 	}
-	if haveHit {
-		return hit, true
-	}
-	return unknown, haveUnknown
+	return hit, haveHit, unknown, haveUnknown
 }
 
 // parseResetValue reads one x-ratelimit-reset* value.

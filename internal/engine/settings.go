@@ -65,7 +65,22 @@ type Settings struct {
 	SessionAffinityTTLMS       int64                     `json:"session_affinity_ttl_ms"`
 	MaxAttemptsPerRequest      int                       `json:"max_attempts_per_request"`
 	EmergencyFallback          EmergencyFallbackSettings `json:"emergency_fallback"`
+	// ConnectionOrder orders the connections of one target:
+	// ConnectionOrderHeadroom or ConnectionOrderConfig.
+	ConnectionOrder string `json:"connection_order"`
 }
+
+// Connection orders (Settings.ConnectionOrder, docs/resilience.md §2
+// "Pacing").
+const (
+	// ConnectionOrderHeadroom tries first the connection whose upstream
+	// last reported the most quota left (x-ratelimit-remaining-* over
+	// -limit-*, full again once its reset passed; a connection that
+	// reported nothing counts as full); ties keep the configured order.
+	ConnectionOrderHeadroom = "headroom"
+	// ConnectionOrderConfig tries the connections in configured order.
+	ConnectionOrderConfig = "config"
+)
 
 // BreakerProfiles holds the circuit breaker thresholds of each profile.
 type BreakerProfiles struct {
@@ -285,6 +300,7 @@ func DefaultSettings() Settings {
 		},
 		MaxAttemptsPerRequest: 10,
 		EmergencyFallback:     EmergencyFallbackSettings{Targets: []string{}},
+		ConnectionOrder:       ConnectionOrderHeadroom,
 	}
 }
 
@@ -394,6 +410,10 @@ func (s Settings) Validate() error {
 	nonNeg("stream_recovery.hard_deadline_ms", s.StreamRecovery.HardDeadlineMS)
 	nonNeg("session_affinity_ttl_ms", s.SessionAffinityTTLMS)
 	nonNeg("max_attempts_per_request", int64(s.MaxAttemptsPerRequest))
+	if s.ConnectionOrder != ConnectionOrderHeadroom && s.ConnectionOrder != ConnectionOrderConfig {
+		fe = append(fe, FieldError{Path: "connection_order", Message: fmt.Sprintf("must be %q or %q (got %q)",
+			ConnectionOrderHeadroom, ConnectionOrderConfig, s.ConnectionOrder)})
+	}
 	if len(fe) == 0 {
 		return nil
 	}

@@ -51,7 +51,8 @@ const contractDefaults = `{
   },
   "session_affinity_ttl_ms": 0,
   "max_attempts_per_request": 10,
-  "emergency_fallback": {"enabled": false, "targets": []}
+  "emergency_fallback": {"enabled": false, "targets": []},
+  "connection_order": "headroom"
 }`
 
 func canonicalJSON(t *testing.T, v any) string {

@@ -67,10 +67,11 @@ type Skip struct {
 }
 
 // TransientDetail reports whether a lock for detail is a short transient
-// one that the pre-dispatch wait may wait out: "rate_limit" and
-// "concurrency_limited". Callers use it to fill Skip.Transient.
+// one that the pre-dispatch wait may wait out: "rate_limit",
+// "concurrency_limited" and "paced" (engine.DetailPaced). Callers use it
+// to fill Skip.Transient.
 func TransientDetail(detail string) bool {
-	return detail == string(engine.ReasonRateLimit) || detail == string(engine.ReasonConcurrencyLimited)
+	return detail == string(engine.ReasonRateLimit) || detail == string(engine.ReasonConcurrencyLimited) || detail == engine.DetailPaced
 }
 
 // neverWait reports whether the wait must never wait on a skip with this

@@ -238,9 +238,10 @@ func TestEnvVarsDerivedFromTags(t *testing.T) {
 	// provider_cooldown + 1 stream_stall + 1 local_timeout + 6
 	// model_lockout + 4 combo wait + 4 queue + 1 quota share + 1
 	// concurrency + 3 stream recovery + 5 watchdog + 2 + 2
-	// emergency_fallback; plus the aliases: 27 spec breaker names, 10
-	// provider cooldown names and BREAKWATER_EMERGENCY_FALLBACK.
-	if want := 9 + 18 + 2 + 6 + 7 + 33 + 10 + 1 + 1 + 6 + 4 + 4 + 1 + 1 + 3 + 5 + 2 + 2 + 27 + 10 + 1; len(names) != want {
+	// emergency_fallback + 1 connection_order; plus the aliases: 27 spec
+	// breaker names, 10 provider cooldown names and
+	// BREAKWATER_EMERGENCY_FALLBACK.
+	if want := 9 + 18 + 2 + 6 + 7 + 33 + 10 + 1 + 1 + 6 + 4 + 4 + 1 + 1 + 3 + 5 + 2 + 2 + 1 + 27 + 10 + 1; len(names) != want {
 		t.Errorf("EnvVars() has %d names, want %d", len(names), want)
 	}
 }

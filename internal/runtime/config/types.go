@@ -259,6 +259,8 @@ type Resilience struct {
 	SessionAffinityTTLMS       int64                      `yaml:"session_affinity_ttl_ms" json:"session_affinity_ttl_ms"`
 	MaxAttemptsPerRequest      int                        `yaml:"max_attempts_per_request" json:"max_attempts_per_request"`
 	EmergencyFallback          EmergencyFallback          `yaml:"emergency_fallback" json:"emergency_fallback"`
+	// ConnectionOrder is "headroom" (default) or "config".
+	ConnectionOrder string `yaml:"connection_order" json:"connection_order,omitempty"`
 }
 
 // BreakerProfile overrides the circuit breaker thresholds of one profile.

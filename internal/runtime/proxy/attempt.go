@@ -109,9 +109,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 			p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 			return nil
 		}
-		if cd.Combo != nil {
-			p.observeQuota(x, cd, lowerHeaders(resp.Header))
-		}
+		p.observeRateLimit(x, cd, resp.Header)
 		if walled && try < maxWallRetries && p.wallRetry(actx, cd, wcfg, resp.StatusCode, resp.Header, slow, t0) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 			resp.Body.Close()
@@ -172,9 +170,7 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 		return nil
 	}
-	if cd.Combo != nil {
-		p.observeQuota(x, cd, lowerHeaders(b.Header))
-	}
+	p.observeRateLimit(x, cd, b.Header)
 	if b.Status < 200 || b.Status > 299 {
 		eb := b.Body
 		if len(eb) > maxErrorBody {

@@ -206,24 +206,14 @@ func (p *Proxy) comboOutcome(x *state, cd topology.Candidate, success bool) {
 	r.strat.Report(x.sreq[cd.Combo], r.targets, cd.Target, success)
 }
 
-// observeQuota feeds upstream x-ratelimit-* headers of a combo candidate
-// to the quota-aware strategies.
-func (p *Proxy) observeQuota(x *state, cd topology.Candidate, h map[string]string) {
-	if cd.Combo == nil || len(h) == 0 {
-		return
-	}
-	if q, ok := strategy.ParseQuotaHeaders(h, p.clock.Now()); ok {
-		p.signals.ObserveQuota(x.rt.routes[cd.Combo].targets[cd.Target].Key, q)
-	}
-}
-
 // order orders the candidates for dispatch: the quota-share selection
-// among each target's connections first (shareOrder), then the session's
+// among each target's connections first (shareOrder), the others by
+// reported headroom (headroomOrder), then the session's
 // claims above it: a leased request keeps only its key's allowed
 // connections, its bound connection first; an affinity session moves its
 // pinned connection first.
 func (p *Proxy) order(ctx context.Context, x *state, cands []topology.Candidate) []topology.Candidate {
-	cands = p.shareOrder(cands)
+	cands = p.headroomOrder(p.shareOrder(cands))
 	if x.lease != nil {
 		kept := make([]topology.Candidate, 0, len(cands))
 		for _, cd := range cands {
@@ -293,22 +283,35 @@ func (p *Proxy) affinitySucceeded(ctx context.Context, x *state, cd topology.Can
 // last but never dropped. Other runs keep their order. cands is not
 // modified; a reordered copy is returned when anything moved.
 func (p *Proxy) shareOrder(cands []topology.Candidate) []topology.Candidate {
+	return reorderRuns(cands, func(run []topology.Candidate) []int {
+		if !p.anyShared(run) {
+			return nil
+		}
+		ids := make([]string, len(run))
+		for k := range ids {
+			ids[k] = run[k].Connection.ID
+		}
+		return p.adm.OrderQuotaShare(run[0].Provider.ID, ids)
+	})
+}
+
+// reorderRuns applies order to each run of cands that is one target over
+// several connections (sameTarget): order returns the run's new order, as
+// indices into the run, or nil to keep it. cands is not modified; a
+// reordered copy is returned when anything moved.
+func reorderRuns(cands []topology.Candidate, order func(run []topology.Candidate) []int) []topology.Candidate {
 	var out []topology.Candidate
 	for i := 0; i < len(cands); {
 		j := i + 1
 		for j < len(cands) && sameTarget(cands[i], cands[j]) {
 			j++
 		}
-		if j-i > 1 && p.anyShared(cands[i:j]) {
-			ids := make([]string, j-i)
-			for k := range ids {
-				ids[k] = cands[i+k].Connection.ID
-			}
-			if order := p.adm.OrderQuotaShare(cands[i].Provider.ID, ids); order != nil {
+		if j-i > 1 {
+			if idx := order(cands[i:j]); idx != nil {
 				if out == nil {
 					out = slices.Clone(cands)
 				}
-				for k, o := range order {
+				for k, o := range idx {
 					out[i+k] = cands[i+o]
 				}
 			}

@@ -120,7 +120,9 @@ type Proxy struct {
 	wall       *usagewall.Wall
 	signals    *strategy.Signals
 	stratState *strategy.StateStore
-	routing    atomic.Pointer[Routing]
+	// headroom is each connection's last reported quota (plan_pace.go).
+	headroom headroomBook
+	routing  atomic.Pointer[Routing]
 	// leasesInUse is true when some client key may hold session leases;
 	// only then do unleased requests check lease holders.
 	leasesInUse bool
