@@ -10,7 +10,7 @@ import { store, api, h, replace, card, badge, table, toast, fieldError, fmtTime,
 const GROUPS = [
   { id: 'breaker', title: 'Circuit breaker', spec: '§1', keys: ['circuit_breaker'] },
   { id: 'window', title: 'Provider window gate', spec: '§1b', keys: ['provider_cooldown'] },
-  { id: 'cooldown', title: 'Connection cooldown', spec: '§2, §4', keys: ['connection_cooldown', 'stream_stall_cooldown', 'local_timeout_cooldown'] },
+  { id: 'cooldown', title: 'Connection cooldown and order', spec: '§2, §4', keys: ['connection_cooldown', 'stream_stall_cooldown', 'local_timeout_cooldown', 'connection_order'] },
   { id: 'combo', title: 'Combo cooldown wait', spec: '§6', keys: ['combo_cooldown_wait'] },
   { id: 'queue', title: 'Request queue', spec: '§7', keys: ['request_queue', 'concurrency'] },
   { id: 'quota', title: 'Quota-share concurrency', spec: '§5', keys: ['quota_share_concurrency_limit'] },
@@ -42,6 +42,7 @@ const HINTS = {
   'session_affinity_ttl_ms': '0 = off; ≤ 24 h',
   'max_attempts_per_request': '1..100',
   'emergency_fallback.targets': 'provider/model, comma separated',
+  'connection_order': 'headroom (most reported quota first) or config (configured order)',
 };
 
 function hintFor(path) {
