@@ -107,23 +107,36 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 // one is, with a *TimeoutError for TimerIdle. It sits above TLS, so only
 // the answer's bytes (not a TLS session ticket) start the answer. A
 // connection serves one call at a time.
+//
+// The idle deadline is set on the socket once per answer, when the answer
+// has started, not before every read: each read only notes when it began.
+// When the socket's deadline passes, the read is cut only if it has itself
+// waited the idle timeout; a read that began later is given the rest of
+// its own idle timeout (the deadline moved once, then) and goes on. So the
+// idle timer keeps its exact meaning (a silence longer than the idle
+// timeout from the start of a read) at the price of one deadline per
+// answer instead of one per read.
 type phasedConn struct {
 	net.Conn
 	idle time.Duration
 	// started: a byte of the current answer has arrived.
 	started bool
+	// armed: the idle deadline is set on the socket for this answer.
+	armed bool
+	// since is when the latest read of a started answer began.
+	since time.Time
 }
 
 // SetReadDeadline starts a new answer: deadline bounds the wait for its
 // first byte.
 func (c *phasedConn) SetReadDeadline(deadline time.Time) error {
-	c.started = false
+	c.started, c.armed = false, false
 	return c.Conn.SetReadDeadline(deadline)
 }
 
 // SetDeadline starts a new answer, as SetReadDeadline does.
 func (c *phasedConn) SetDeadline(deadline time.Time) error {
-	c.started = false
+	c.started, c.armed = false, false
 	return c.Conn.SetDeadline(deadline)
 }
 
@@ -131,18 +144,32 @@ func (c *phasedConn) SetDeadline(deadline time.Time) error {
 // under the idle timeout after.
 func (c *phasedConn) Read(b []byte) (int, error) {
 	if c.started {
-		if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
-			return 0, err
+		c.since = time.Now()
+		if !c.armed {
+			if err := c.Conn.SetReadDeadline(c.since.Add(c.idle)); err != nil {
+				return 0, err
+			}
+			c.armed = true
 		}
 	}
-	n, err := c.Conn.Read(b)
-	if err != nil && c.started && errors.Is(err, os.ErrDeadlineExceeded) {
-		return n, &TimeoutError{Timer: TimerIdle, Limit: c.idle}
+	for {
+		n, err := c.Conn.Read(b)
+		if err != nil && c.started && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The deadline was set by an earlier read: this one has
+			// waited less than the idle timeout and goes on waiting.
+			if until := c.since.Add(c.idle); n == 0 && time.Now().Before(until) {
+				if err := c.Conn.SetReadDeadline(until); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			return n, &TimeoutError{Timer: TimerIdle, Limit: c.idle}
+		}
+		if n > 0 {
+			c.started = true
+		}
+		return n, err
 	}
-	if n > 0 {
-		c.started = true
-	}
-	return n, err
 }
 
 // Handshake tells fasthttp that the dialer already set up TLS (a plain

@@ -174,3 +174,30 @@ func TestSynchronousClientOverTLS(t *testing.T) {
 		t.Fatalf("untrusted certificate: %v", err)
 	}
 }
+
+// An answer that flowed for longer than the idle timeout and then went
+// silent is cut by the idle timer, counted from its last piece: not
+// earlier (the synchronous client sets the idle deadline once per answer
+// and moves it only when it passes), and on both clients.
+func TestIdleTimerCountsFromTheLastPiece(t *testing.T) {
+	const pieces, every = 5, 100 * time.Millisecond
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		slowAnswer(0, pieces, every)(w, r)
+		<-r.Context().Done() // silent after the last piece, until the client leaves
+	}))
+	defer srv.Close()
+	p := NewPool(Timeouts{FirstByte: time.Minute, Idle: testIdle})
+	defer p.Close()
+	for _, path := range []string{"Do", "DoBuffered"} {
+		t.Run(path, func(t *testing.T) {
+			start := time.Now()
+			_, err := call(t, p, path, srv.URL, Limits{})
+			wantTimeout(t, err, TimerIdle)
+			if el, least := time.Since(start), (pieces-1)*every+testIdle; el < least {
+				t.Fatalf("cut after %v, before the last piece (at %v) plus the idle timeout", el, (pieces-1)*every)
+			} else if el > least+3*time.Second {
+				t.Fatalf("cut after %v, want about %v", el, least)
+			}
+		})
+	}
+}
