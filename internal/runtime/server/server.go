@@ -25,6 +25,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/hashicorp/go-hclog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/plugins"
@@ -283,8 +284,11 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	return s.writeError(c, e, formatOf(c))
 }
 
-func formatOf(c *fiber.Ctx) wire.Format {
-	switch c.Path() {
+func formatOf(c *fiber.Ctx) wire.Format { return errorFormat(c.Path()) }
+
+// errorFormat is the format of the gateway's own errors on a path.
+func errorFormat(path string) wire.Format {
+	switch path {
 	case "/v1/messages":
 		return wire.FormatMessages
 	case "/v1/messages/count_tokens":
@@ -297,9 +301,17 @@ func formatOf(c *fiber.Ctx) wire.Format {
 
 // writeError answers e in format f.
 func (s *Server) writeError(c *fiber.Ctx, e *wire.APIError, f wire.Format) error {
+	writeErrorTo(c.Context(), e, f)
+	return nil
+}
+
+// writeErrorTo answers e in format f on a fasthttp request, keeping the
+// headers already set.
+func writeErrorTo(ctx *fasthttp.RequestCtx, e *wire.APIError, f wire.Format) {
 	if ra := e.RetryAfterSeconds(); ra != "" {
-		c.Set("Retry-After", ra)
+		ctx.Response.Header.Set("Retry-After", ra)
 	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(e.Status).Send(e.Body(f))
+	ctx.Response.Header.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	ctx.Response.SetStatusCode(e.Status)
+	ctx.Response.SetBodyRaw(e.Body(f))
 }
