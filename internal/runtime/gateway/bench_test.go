@@ -129,8 +129,8 @@ func (p *floorBare) handle(ctx *fasthttp.RequestCtx) {
 
 // floorSetup is a mock upstream, a bare proxy and a gateway in front of
 // it, the gateway configured as the binary is by default: log level info,
-// the access line of every request written (to /dev/null, one write per
-// line as to a terminal or a pipe).
+// the access line of every request written (to /dev/null, in batches as
+// the binary writes them to its output).
 type floorSetup struct {
 	mockAddr, bareAddr, gwAddr string
 }
@@ -143,8 +143,9 @@ func startFloor(b *testing.B) *floorSetup {
 	}
 	b.Cleanup(func() { _ = devnull.Close() })
 	mu := new(sync.Mutex)
-	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Info, Output: devnull, Mutex: mu})
-	access := accesslog.New(accesslog.Options{Output: devnull, Mutex: mu, Level: hclog.Info, Name: "breakwater.access"})
+	access := accesslog.New(accesslog.Options{Output: devnull, Mutex: mu, Level: hclog.Info, Name: "breakwater.access",
+		FlushEvery: accesslog.DefaultFlushEvery})
+	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Info, Output: access.SharedOutput(), Mutex: mu})
 
 	m := mock.New(nil, hclog.NewNullLogger())
 	maddr, err := m.Start("127.0.0.1:0")
