@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
 	"time"
 
@@ -221,8 +222,7 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Rout
 	if err := c.DoDeadline(req, resp, time.Now().Add(firstByte)); err != nil {
 		return nil, fastError(err, firstByte)
 	}
-	out := &Buffered{Status: resp.StatusCode(), Header: make(http.Header, 8)}
-	resp.Header.VisitAll(func(k, v []byte) { out.Header.Add(string(k), string(v)) })
+	out := &Buffered{Status: resp.StatusCode(), Header: headerOf(&resp.Header)}
 	rb := resp.Body()
 	if out.Status >= 300 && out.Status <= 399 && len(rb) > MaxRedirectBody {
 		rb = rb[:MaxRedirectBody]
@@ -241,4 +241,33 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Rout
 	out.Header.Del("Content-Encoding")
 	out.Header.Del("Content-Length")
 	return out, nil
+}
+
+// headerOf copies an answer's headers into an http.Header in four
+// allocations whatever their number: the map, one string holding every
+// name and value, one backing array for the value slices, and the Buffered
+// itself aside. fasthttp has put the names in canonical form already
+// (CanonicalMIMEHeaderKey returns them as they are).
+func headerOf(rh *fasthttp.ResponseHeader) http.Header {
+	n, size := 0, 0
+	rh.VisitAll(func(k, v []byte) { n, size = n+1, size+len(k)+len(v) })
+	buf := make([]byte, 0, size)
+	rh.VisitAll(func(k, v []byte) { buf = append(append(buf, k...), v...) })
+	all := string(buf)
+	vals := make([]string, n)
+	h := make(http.Header, n)
+	i, at := 0, 0
+	rh.VisitAll(func(k, v []byte) {
+		key := textproto.CanonicalMIMEHeaderKey(all[at : at+len(k)])
+		val := all[at+len(k) : at+len(k)+len(v)]
+		at += len(k) + len(v)
+		vals[i] = val
+		if prev, ok := h[key]; ok {
+			h[key] = append(prev, val) // a repeated header: its own array
+		} else {
+			h[key] = vals[i : i+1 : i+1]
+		}
+		i++
+	})
+	return h
 }
