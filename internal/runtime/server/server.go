@@ -1,8 +1,10 @@
-// Package server is Breakwater's HTTP front: the Fiber application that
+// Package server is Breakwater's HTTP front: the fasthttp server that
 // speaks the OpenAI and Anthropic wire formats to clients and serves the
-// admin API. A client request is parsed and authenticated here, handed to
-// the request loop (runtime/proxy) as a proxy.Request, and its
-// proxy.Result is rendered in one place (render).
+// admin API through a Fiber application. A client request is parsed and
+// authenticated here, handed to the request loop (runtime/proxy) as a
+// proxy.Request, and its proxy.Result is rendered in one place (render).
+// The client API calls on their exact paths skip Fiber's router and
+// context (admit, leanRoute); every other request goes through Fiber.
 //
 // Lifecycle: New builds the application without side effects; Start reads
 // the combos defined through the admin API from the store; Serve accepts
