@@ -48,7 +48,8 @@ func (g *globalFlags) logger(w io.Writer) (hclog.Logger, error) {
 // loggers builds the root hclog logger from the global flags, and the
 // writer of the access lines (logger "breakwater.access") with the same
 // output, format and level; they share the output's mutex, so their lines
-// never interleave.
+// never interleave. The access lines are batched: the caller flushes the
+// writer when it stops.
 func (g *globalFlags) loggers(w io.Writer) (hclog.Logger, *accesslog.Writer, error) {
 	if g.logFormat != "text" && g.logFormat != "json" {
 		return nil, nil, fmt.Errorf("--log-format must be text or json (got %q)", g.logFormat)
@@ -61,14 +62,18 @@ func (g *globalFlags) loggers(w io.Writer) (hclog.Logger, *accesslog.Writer, err
 		w = os.Stderr
 	}
 	mu := new(sync.Mutex)
+	// Access lines are batched (accesslog.DefaultFlushEvery); the
+	// logger's lines go through the access writer's shared output, which
+	// writes the pending access lines first.
+	access := accesslog.New(accesslog.Options{Output: w, Mutex: mu, JSON: g.logFormat == "json", Level: lvl, Name: "breakwater.access",
+		FlushEvery: accesslog.DefaultFlushEvery})
 	log := hclog.New(&hclog.LoggerOptions{
 		Name:       "breakwater",
 		Level:      lvl,
-		Output:     w,
+		Output:     access.SharedOutput(),
 		Mutex:      mu,
 		JSONFormat: g.logFormat == "json",
 	})
-	access := accesslog.New(accesslog.Options{Output: w, Mutex: mu, JSON: g.logFormat == "json", Level: lvl, Name: "breakwater.access"})
 	return log, access, nil
 }
 

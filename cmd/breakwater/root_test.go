@@ -30,15 +30,16 @@ func TestAccessLinesFollowTheLogFlags(t *testing.T) {
 			t.Fatalf("%s/%s: IsInfo %v", tc.format, tc.level, access.IsInfo())
 		}
 		access.Request(line)
+		log.Error("after")
 		lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
 		if !tc.want {
-			if len(lines) != 1 {
+			if len(lines) != 2 {
 				t.Fatalf("%s/%s: access line written: %q", tc.format, tc.level, out.String())
 			}
 			continue
 		}
-		if len(lines) != 2 {
-			t.Fatalf("%s/%s: want the logger's line and the access line, got %q", tc.format, tc.level, out.String())
+		if len(lines) != 3 || !strings.Contains(lines[2], "after") {
+			t.Fatalf("%s/%s: want the logger's line, the access line (written before the logger's next line) and the logger's line, got %q", tc.format, tc.level, out.String())
 		}
 		if tc.format == "text" {
 			if !strings.Contains(lines[1], " [INFO]  breakwater.access: request: request_id=r1 model=m provider=p connection=c attempts=1 status=200 code=\"\" stream=false upstream_ms=0 total_ms=0") {

@@ -40,6 +40,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer access.Flush()
 			routeRedisLogs(log)
 			if pprofAddr != "" {
 				stopPprof, err := startPprof(pprofAddr, log.Named("pprof"))

@@ -6,6 +6,14 @@
 // fraction of hclog's formatting; hclog stays the logger for everything
 // else. The line is written when the logger's level lets info through,
 // as before.
+//
+// With Options.FlushEvery set (the binary sets DefaultFlushEvery), lines
+// are not written one system call each: they collect in a buffer written
+// out at most FlushEvery after the first of them, as soon as
+// MaxPending bytes have collected, before any line of the logger that
+// shares the output (SharedOutput, so the order of lines is kept), and on
+// Flush or Close. A crash loses at most the lines of the last FlushEvery
+// (and never more than MaxPending bytes).
 package accesslog
 
 import (
@@ -14,7 +22,17 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/breakwater-dev/breakwater/internal/clock"
 )
+
+// DefaultFlushEvery is the binary's Options.FlushEvery: the longest an
+// access line waits in the buffer before it is written.
+const DefaultFlushEvery = 50 * time.Millisecond
+
+// MaxPending is the most bytes of access lines held before they are
+// written, whatever FlushEvery says.
+const MaxPending = 32 << 10
 
 // Line is one client request's access line.
 type Line struct {
@@ -45,6 +63,12 @@ type Options struct {
 	Name string
 	// Now tells the time of each line; nil is time.Now.
 	Now func() time.Time
+	// FlushEvery, when positive, batches the lines: each is written at
+	// most this long after it was logged (see the package comment); 0
+	// writes every line at once, one Write call each.
+	FlushEvery time.Duration
+	// Clock times FlushEvery; nil is the system clock.
+	Clock clock.Clock
 }
 
 // Writer writes access lines. It is goroutine-safe.
@@ -60,6 +84,13 @@ type Writer struct {
 
 	bufs  sync.Pool
 	clock stamps
+
+	// Batching (FlushEvery > 0), guarded by mu: pending holds the lines
+	// not yet written; armed is set while a flush is scheduled.
+	every   time.Duration
+	timers  clock.Clock
+	pending []byte
+	armed   bool
 }
 
 // New returns a Writer with the given options.
@@ -74,7 +105,11 @@ func New(o Options) *Writer {
 	if lvl == hclog.NoLevel {
 		lvl = hclog.DefaultLevel
 	}
-	w := &Writer{out: o.Output, mu: o.Mutex, json: o.JSON, on: o.Output != nil && lvl <= hclog.Info, name: o.Name, now: o.Now}
+	if o.Clock == nil {
+		o.Clock = clock.System()
+	}
+	w := &Writer{out: o.Output, mu: o.Mutex, json: o.JSON, on: o.Output != nil && lvl <= hclog.Info, name: o.Name, now: o.Now,
+		every: o.FlushEvery, timers: o.Clock}
 	w.bufs.New = func() any { b := make([]byte, 0, 512); return &b }
 	w.clock.digits, w.clock.zone = 3, "Z0700" // hclog.TimeFormat
 	if o.JSON {
@@ -121,10 +156,70 @@ func (w *Writer) Request(l Line) {
 		b = w.appendText(b, t, &l)
 	}
 	w.mu.Lock()
-	_, _ = w.out.Write(b)
+	if w.every > 0 {
+		w.pending = append(w.pending, b...)
+		if len(w.pending) >= MaxPending {
+			w.writePending()
+		} else if !w.armed {
+			w.armed = true
+			go w.flushAfter(w.timers.NewTimer(w.every))
+		}
+	} else {
+		_, _ = w.out.Write(b)
+	}
 	w.mu.Unlock()
 	if cap(b) <= 64<<10 {
 		*bp = b
 		w.bufs.Put(bp)
 	}
+}
+
+// flushAfter writes the pending lines when t fires.
+func (w *Writer) flushAfter(t clock.Timer) {
+	<-t.C()
+	w.mu.Lock()
+	w.armed = false
+	w.writePending()
+	w.mu.Unlock()
+}
+
+// writePending writes the pending lines in one Write call. The caller
+// holds mu.
+func (w *Writer) writePending() {
+	if len(w.pending) == 0 {
+		return
+	}
+	_, _ = w.out.Write(w.pending)
+	if cap(w.pending) > 4*MaxPending {
+		w.pending = nil
+		return
+	}
+	w.pending = w.pending[:0]
+}
+
+// Flush writes the pending lines now. The binary calls it when it stops.
+func (w *Writer) Flush() {
+	if w.hc != nil || w.every <= 0 {
+		return
+	}
+	w.mu.Lock()
+	w.writePending()
+	w.mu.Unlock()
+}
+
+// SharedOutput returns the output for the logger that shares this
+// Writer's output and Mutex (hclog.LoggerOptions{Output:
+// w.SharedOutput(), Mutex: the same mutex}): each of its writes first
+// writes the pending access lines, so the lines of both stay in the order
+// they were logged. It must be written to under the shared Mutex, as
+// hclog does.
+func (w *Writer) SharedOutput() io.Writer { return sharedOutput{w} }
+
+type sharedOutput struct{ w *Writer }
+
+// Write writes the pending access lines, then p. The caller holds the
+// shared mutex.
+func (s sharedOutput) Write(p []byte) (int, error) {
+	s.w.writePending()
+	return s.w.out.Write(p)
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-hclog"
+
+	"github.com/breakwater-dev/breakwater/internal/clock/clocktest"
 )
 
 // at is the fixed time of every line in the tests, in a zone with a
@@ -188,4 +190,105 @@ func TestTimesMatchHclogLayouts(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestBatchedLines: with FlushEvery set, lines are held until FlushEvery
+// after the first of them, then written in one Write call; a line of the
+// logger sharing the output writes the pending lines first (the order of
+// lines is kept); MaxPending bytes are written at once; Flush writes what
+// is left.
+func TestBatchedLines(t *testing.T) {
+	clk := clocktest.NewClock(at)
+	var out countingBuffer
+	mu := new(sync.Mutex)
+	w := New(Options{Output: &out, Mutex: mu, Name: "breakwater.access", Now: func() time.Time { return at },
+		FlushEvery: DefaultFlushEvery, Clock: clk})
+	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Output: w.SharedOutput(), Mutex: mu, TimeFn: func() time.Time { return at }})
+	line := Line{RequestID: "r1", Model: "m", Provider: "p", Connection: "c", Attempts: 1, Status: 200}
+	one := fastLine(false, line)
+
+	w.Request(line)
+	w.Request(line)
+	if !clk.WaitForTimers(1, 5*time.Second) {
+		t.Fatal("no flush scheduled")
+	}
+	if got := out.String(); got != "" {
+		t.Fatalf("lines written before FlushEvery: %q", got)
+	}
+	clk.Advance(DefaultFlushEvery - time.Millisecond)
+	if got := out.String(); got != "" {
+		t.Fatalf("lines written before FlushEvery: %q", got)
+	}
+	clk.Advance(time.Millisecond)
+	waitUntil(t, "the batch", func() bool { return out.String() == one+one })
+	if n := out.writes(); n != 1 {
+		t.Fatalf("two lines took %d writes, want 1", n)
+	}
+
+	out.reset()
+	w.Request(line)
+	log.Info("next")
+	if got := out.String(); !strings.HasPrefix(got, one) || !strings.Contains(got[len(one):], "breakwater: next") {
+		t.Fatalf("the logger's line must follow the pending access line: %q", got)
+	}
+
+	out.reset()
+	n := MaxPending/len(one) + 1
+	for range n {
+		w.Request(line)
+	}
+	if got := out.String(); got != strings.Repeat(one, n) {
+		t.Fatalf("%d bytes held, want them written once MaxPending (%d) is reached; got %d bytes", n*len(one), MaxPending, len(got))
+	}
+	out.reset()
+	w.Request(line)
+	w.Flush()
+	if got := out.String(); got != one {
+		t.Fatalf("Flush wrote %q, want %q", got, one)
+	}
+}
+
+// countingBuffer is a goroutine-safe output that counts its writes.
+type countingBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+	n  int
+}
+
+func (c *countingBuffer) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.n++
+	return c.b.Write(p)
+}
+
+func (c *countingBuffer) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.b.String()
+}
+
+func (c *countingBuffer) writes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
+func (c *countingBuffer) reset() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.b.Reset()
+	c.n = 0
+}
+
+// waitUntil polls cond (a write made by the flushing goroutine) for up to
+// five seconds.
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatalf("timed out waiting for %s", what)
 }

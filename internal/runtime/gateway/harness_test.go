@@ -135,19 +135,7 @@ func (h *harness) admin(method, path, body string) (int, map[string]any) {
 // post sends a JSON body with optional header pairs.
 func (h *harness) post(path, body string, hdr ...string) *http.Response {
 	h.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, h.url+path, strings.NewReader(body))
-	if err != nil {
-		h.t.Fatal(err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(hdr); i += 2 {
-		req.Header.Set(hdr[i], hdr[i+1])
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		h.t.Fatalf("POST %s: %v", path, err)
-	}
-	return resp
+	return h.postWith(path, body, hdr...)
 }
 
 func readBody(t testing.TB, r *http.Response) []byte {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -63,37 +64,49 @@ func (a *authenticator) checkAdmin(presented string) bool {
 }
 
 // presentedKey reads "Authorization: Bearer K" or "x-api-key: K".
-func presentedKey(c *fiber.Ctx) string {
-	if v := c.Get(fiber.HeaderAuthorization); v != "" {
+func presentedKey(h *fasthttp.RequestHeader) string {
+	if v := reqHeader(h, fiber.HeaderAuthorization); v != "" {
 		if len(v) > 7 && strings.EqualFold(v[:7], "bearer ") {
 			return strings.TrimSpace(v[7:])
 		}
 		return ""
 	}
-	return c.Get("x-api-key")
+	return reqHeader(h, "x-api-key")
 }
 
 const localsKey = "bw.key"
 
-// clientAuth enforces client keys on the client API. With no key
-// configured the gateway is open (the listener is loopback-only then; the
-// configuration refuses anything else).
+// clientAuth enforces client keys on the client API routes Fiber serves.
 func (s *Server) clientAuth(c *fiber.Ctx) error {
-	if !s.auth.keysExist {
-		if e := s.loopbackOnly(c); e != nil {
-			return s.writeError(c, e, formatOf(c))
-		}
-		return c.Next()
+	if !s.authClient(c.Context(), formatOf(c)) {
+		return nil
 	}
-	presented := presentedKey(c)
+	return c.Next()
+}
+
+// authClient enforces client keys on a client API request, answering a
+// refused one itself (in format f) and reporting false; an accepted key
+// is left in the request's user values (localsKey). With no key
+// configured the gateway is open (the listener is loopback-only then; the
+// configuration refuses anything else) and loopbackOnly guards it.
+func (s *Server) authClient(ctx *fasthttp.RequestCtx, f wire.Format) bool {
+	if !s.auth.keysExist {
+		if e := s.loopbackOnly(ctx); e != nil {
+			writeErrorTo(ctx, e, f)
+			return false
+		}
+		return true
+	}
+	presented := presentedKey(&ctx.Request.Header)
 	k := s.auth.lookup(presented)
 	if k == nil {
-		s.auditRefusal(c, "client", refusalReason(presented, "key"))
-		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "invalid_api_key",
-			Message: "missing or invalid API key (send Authorization: Bearer KEY or x-api-key: KEY)"}, formatOf(c))
+		s.auditRefusal(ctx, "client", refusalReason(presented, "key"))
+		writeErrorTo(ctx, &wire.APIError{Status: 401, Type: "authentication_error", Code: "invalid_api_key",
+			Message: "missing or invalid API key (send Authorization: Bearer KEY or x-api-key: KEY)"}, f)
+		return false
 	}
-	c.Locals(localsKey, k)
-	return c.Next()
+	ctx.SetUserValue(localsKey, k)
+	return true
 }
 
 // adminAuth enforces the admin token on the admin API.
@@ -108,7 +121,7 @@ func (s *Server) adminAuth(c *fiber.Ctx) error {
 		if !s.auth.adminSet {
 			msg, reason = "admin API is disabled: set server.admin_token", "admin API disabled"
 		}
-		s.auditRefusal(c, "admin", reason)
+		s.auditRefusal(c.Context(), "admin", reason)
 		return s.writeError(c, &wire.APIError{Status: 401, Type: "authentication_error", Code: "unauthorized", Message: msg}, wire.FormatChat)
 	}
 	return c.Next()
@@ -117,9 +130,9 @@ func (s *Server) adminAuth(c *fiber.Ctx) error {
 // auditRefusal writes the audit line of a refused authentication: who
 // (the client's address), where (method and path) and why — never the key
 // or token presented, and the key id as "unknown".
-func (s *Server) auditRefusal(c *fiber.Ctx, realm, reason string) {
-	s.audit.Warn("authentication refused", "realm", realm, "client_ip", c.IP(), "method", c.Method(),
-		"path", wire.Clip(c.Path()), "key_id", "unknown", "reason", reason)
+func (s *Server) auditRefusal(ctx *fasthttp.RequestCtx, realm, reason string) {
+	s.audit.Warn("authentication refused", "realm", realm, "client_ip", ctx.RemoteIP().String(), "method", string(ctx.Method()),
+		"path", wire.Clip(string(ctx.URI().PathOriginal())), "key_id", "unknown", "reason", reason)
 }
 
 // refusalReason says whether a credential was missing or wrong.

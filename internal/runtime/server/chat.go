@@ -2,10 +2,13 @@ package server
 
 import (
 	"bufio"
+	"context"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/engine/affinity"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
@@ -15,100 +18,119 @@ import (
 	"github.com/breakwater-dev/breakwater/plugins/abi"
 )
 
-func (s *Server) handleChat(c *fiber.Ctx) error     { return s.serveClient(c, wire.FormatChat) }
-func (s *Server) handleMessages(c *fiber.Ctx) error { return s.serveClient(c, wire.FormatMessages) }
+func (s *Server) handleChat(c *fiber.Ctx) error     { return s.serveRoute(c, wire.FormatChat) }
+func (s *Server) handleMessages(c *fiber.Ctx) error { return s.serveRoute(c, wire.FormatMessages) }
 
 // handleResponses serves OpenAI Responses API calls: passed through to
 // OpenAI-kind providers, translated for the others (the provider adapter
 // decides). A background request is served synchronously, with a warning
 // header.
-func (s *Server) handleResponses(c *fiber.Ctx) error { return s.serveClient(c, wire.FormatResponses) }
+func (s *Server) handleResponses(c *fiber.Ctx) error { return s.serveRoute(c, wire.FormatResponses) }
 
-// serveClient is every client API call: parse the body, run the
+// serveRoute serves a client API call Fiber routed (the lean path did not
+// take it: another spelling of the path, see leanRoute).
+func (s *Server) serveRoute(c *fiber.Ctx, f wire.Format) error {
+	s.serveClient(c.Context(), f)
+	return nil
+}
+
+// serveClient is every client API call, once authenticated (clientAuth
+// left the key in the request's user values): parse the body, run the
 // on_request plugins, build the proxy.Request, serve it and render the
-// result.
-func (s *Server) serveClient(c *fiber.Ctx, f wire.Format) error {
-	req := &proxy.Request{ID: s.nextRequestID(), Format: f, Body: c.Body(), Start: time.Now()}
-	c.Set("X-Request-Id", req.ID)
+// result. It works on the fasthttp request, so the lean path (leanRoute)
+// and Fiber's routes share it.
+func (s *Server) serveClient(ctx *fasthttp.RequestCtx, f wire.Format) {
+	req := &proxy.Request{ID: s.nextRequestID(), Format: f, Body: ctx.Request.Body(), Start: time.Now()}
+	ctx.Response.Header.Set("X-Request-Id", req.ID)
 	var err error
 	if req.Parsed, err = wire.ParseFor(f, req.Body); err != nil {
-		return s.render(c, s.proxy.Reject(req, wire.InvalidRequestFor(err, "body")))
+		s.render(ctx, s.proxy.Reject(req, wire.InvalidRequestFor(err, "body")))
+		return
 	}
-	if e := s.onRequest(c, req); e != nil {
-		return s.render(c, s.proxy.Reject(req, e))
+	if e := s.onRequest(ctx, req); e != nil {
+		s.render(ctx, s.proxy.Reject(req, e))
+		return
 	}
 	if req.Parsed.Background {
 		req.Body = req.Parsed.WithoutBackground(req.Body)
 		if req.Parsed, err = wire.ParseFor(f, req.Body); err != nil {
-			return s.render(c, s.proxy.Reject(req, wire.InvalidRequestFor(err, "background")))
+			s.render(ctx, s.proxy.Reject(req, wire.InvalidRequestFor(err, "background")))
+			return
 		}
-		c.Set("X-Breakwater-Warning", "background mode is not supported: the response was served synchronously")
+		ctx.Response.Header.Set("X-Breakwater-Warning", "background mode is not supported: the response was served synchronously")
 	}
 	// Strings that outlive the handler (a stream's finaliser pins the
-	// session) are cloned: Fiber reuses the request's buffers.
-	req.Session = strings.Clone(affinity.SessionID(func(h string) string { return c.Get(h) }))
-	req.Lease = proxy.LeaseClaim{Owner: strings.Clone(c.Get(leaseapi.OwnerHeader)), Generation: strings.Clone(c.Get(leaseapi.GenerationHeader))}
-	req.Key = keyInfo(c)
-	req.Headers = (*routeHeaders)(c)
+	// session) are cloned: fasthttp reuses the request's buffers.
+	rh := &ctx.Request.Header
+	req.Session = strings.Clone(affinity.SessionID(func(h string) string { return reqHeader(rh, h) }))
+	req.Lease = proxy.LeaseClaim{Owner: strings.Clone(reqHeader(rh, leaseapi.OwnerHeader)), Generation: strings.Clone(reqHeader(rh, leaseapi.GenerationHeader))}
+	req.Key = keyInfo(ctx)
+	req.Headers = (*routeHeaders)(rh)
 	for _, name := range provider.Forwardable() {
-		if v := c.Get(name); v != "" {
+		if v := reqHeader(rh, name); v != "" {
 			if err := provider.CheckForwarded(name, v); err != nil {
-				return s.render(c, s.proxy.Reject(req, wire.InvalidRequestFor(err, name)))
+				s.render(ctx, s.proxy.Reject(req, wire.InvalidRequestFor(err, name)))
+				return
 			}
 			req.Forward = append(req.Forward, wire.Header{Name: name, Value: strings.Clone(v)})
 		}
 	}
-	req.Query = forwardQuery(c)
+	req.Query = forwardQuery(ctx)
 	if d := s.cfg.Server.RequestDeadlineMS; d > 0 {
 		req.Deadline = req.Start.Add(time.Duration(d) * time.Millisecond)
 	}
-	sc := newScope(s.baseCtx, c.Context().Conn(), req.Deadline)
+	sc := newScope(s.baseCtx, ctx.Conn(), req.Deadline)
 	res := s.proxy.Serve(sc.ctx, req)
 	sc.settle()
 	if res.Stream == nil {
 		sc.end()
-		return s.render(c, res)
+		s.render(ctx, res)
+		return
 	}
-	return s.renderStream(c, res, sc)
+	s.renderStream(ctx, res, sc)
+}
+
+// reqHeader is a request header's value, valid while the handler runs.
+func reqHeader(h *fasthttp.RequestHeader, name string) string {
+	return utils.UnsafeString(h.Peek(name))
 }
 
 // render writes a proxy.Result whose content is its body.
-func (s *Server) render(c *fiber.Ctx, res *proxy.Result) error {
+func (s *Server) render(ctx *fasthttp.RequestCtx, res *proxy.Result) {
 	for _, h := range res.Header {
-		c.Set(h.Name, h.Value)
+		ctx.Response.Header.Set(h.Name, h.Value)
 	}
-	c.Status(res.Status)
-	return s.sendBody(c, res.Body)
+	ctx.Response.SetStatusCode(res.Status)
+	s.sendBody(ctx, res.Body)
 }
 
 // renderStream writes a committed stream: its status and headers, then
 // the stream relayed as the response body is written, each write renewing
 // the write deadline. The stream holds the request's body (and its share
 // of the body budget) and its scope until it ends.
-func (s *Server) renderStream(c *fiber.Ctx, res *proxy.Result, sc *scope) error {
+func (s *Server) renderStream(ctx *fasthttp.RequestCtx, res *proxy.Result, sc *scope) {
 	for _, h := range res.Header {
-		c.Set(h.Name, h.Value)
+		ctx.Response.Header.Set(h.Name, h.Value)
 	}
-	c.Status(res.Status)
-	c.Locals(bodyHeldLocal, true)
-	req, conn := &c.Context().Request, c.Context().Conn()
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+	ctx.Response.SetStatusCode(res.Status)
+	ctx.SetUserValue(bodyHeldLocal, true)
+	req, conn := &ctx.Request, ctx.Conn()
+	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
 		s.streamTo(w, conn, func(w *bufio.Writer) { res.Stream.Run(w) })
 		sc.end()
 		s.doneWithBody(req)
 	})
-	return nil
 }
 
 // onRequest runs the plugins' on_request hook, once per client request: a
 // plugin may rewrite the model, set upstream headers or reject the request
 // with a client error.
-func (s *Server) onRequest(c *fiber.Ctx, req *proxy.Request) *wire.APIError {
+func (s *Server) onRequest(ctx *fasthttp.RequestCtx, req *proxy.Request) *wire.APIError {
 	keyID := ""
-	if k, _ := c.Locals(localsKey).(*clientKey); k != nil {
+	if k, _ := ctx.UserValue(localsKey).(*clientKey); k != nil {
 		keyID = k.id
 	}
-	act, ok := s.plugins.OnRequest(c.UserContext(), abi.RequestInfo{Model: req.Parsed.Model, Path: c.Path(), KeyID: keyID})
+	act, ok := s.plugins.OnRequest(context.Background(), abi.RequestInfo{Model: req.Parsed.Model, Path: utils.UnsafeString(ctx.URI().PathOriginal()), KeyID: keyID})
 	if !ok {
 		return nil
 	}
@@ -135,16 +157,15 @@ func (s *Server) onRequest(c *fiber.Ctx, req *proxy.Request) *wire.APIError {
 
 // routeHeaders shows a client request's headers to a routing plugin
 // (proxy.HeaderSource): every header but the credentials and cookies,
-// names lower-cased, values copied (Fiber reuses its buffers). It is a
-// view of the Fiber context, valid while the handler runs; the request
-// loop asks it only while it plans the request.
-type routeHeaders fiber.Ctx
+// names lower-cased, values copied (fasthttp reuses its buffers). It is a
+// view of the request's headers, valid while the handler runs; the
+// request loop asks it only while it plans the request.
+type routeHeaders fasthttp.RequestHeader
 
 // RouteHeaders lists the headers.
 func (h *routeHeaders) RouteHeaders() map[string]string {
-	c := (*fiber.Ctx)(h)
 	out := map[string]string{}
-	c.Request().Header.VisitAll(func(k, v []byte) {
+	(*fasthttp.RequestHeader)(h).VisitAll(func(k, v []byte) {
 		name := strings.ToLower(string(k))
 		switch name {
 		case "authorization", "proxy-authorization", "x-api-key", "api-key", "cookie", "x-goog-api-key":

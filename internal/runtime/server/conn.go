@@ -102,6 +102,9 @@ func budgetRefusal() *wire.APIError {
 // admit wraps Fiber's request handler. Before it, a request takes its
 // share of the body budget (503 when it was refused room), an unknown
 // method is answered 405, and a compressed body is decoded (decodeBody).
+// A client API call on its exact path (leanRoute) is then served without
+// Fiber, by the same authentication and handler Fiber's route runs;
+// everything else goes to Fiber.
 // After it, the share is released — unless a committed stream took the
 // body over (bodyHeldLocal) and releases it when it ends. Wrapping the
 // handler rather than adding a route middleware covers what Fiber answers
@@ -127,11 +130,39 @@ func (s *Server) admit(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			}
 			return
 		}
-		next(ctx)
+		if f, ok := leanRoute(ctx); ok {
+			if s.authClient(ctx, errorFormat(string(ctx.URI().PathOriginal()))) {
+				s.serveClient(ctx, f)
+			}
+		} else {
+			next(ctx)
+		}
 		if ctx.UserValue(bodyHeldLocal) == nil {
 			s.doneWithBody(&ctx.Request)
 		}
 	}
+}
+
+// leanRoutes are the client API calls served without Fiber's router and
+// context: the same paths Fiber routes to clientAuth and serveClient,
+// spelled exactly (Fiber also accepts other cases and a trailing slash;
+// those still go through it).
+var leanRoutes = map[string]wire.Format{
+	"/v1/chat/completions":      wire.FormatChat,
+	"/v1/messages":              wire.FormatMessages,
+	"/v1/responses":             wire.FormatResponses,
+	"/v1/messages/count_tokens": wire.FormatCountTokens,
+	"/v1/embeddings":            wire.FormatEmbeddings,
+	"/v1/completions":           wire.FormatCompletions,
+}
+
+// leanRoute reports the format of a POST to one of leanRoutes.
+func leanRoute(ctx *fasthttp.RequestCtx) (wire.Format, bool) {
+	if string(ctx.Method()) != fasthttp.MethodPost {
+		return 0, false
+	}
+	f, ok := leanRoutes[string(ctx.URI().PathOriginal())]
+	return f, ok
 }
 
 // doneWithBody releases a request's share of the body budget and lets the

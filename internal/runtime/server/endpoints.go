@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
+	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -17,24 +19,24 @@ import (
 // legacy completions reach OpenAI-kind providers only.
 
 func (s *Server) handleCountTokens(c *fiber.Ctx) error {
-	return s.serveClient(c, wire.FormatCountTokens)
+	return s.serveRoute(c, wire.FormatCountTokens)
 }
 
 func (s *Server) handleEmbeddings(c *fiber.Ctx) error {
-	return s.serveClient(c, wire.FormatEmbeddings)
+	return s.serveRoute(c, wire.FormatEmbeddings)
 }
 
 func (s *Server) handleCompletions(c *fiber.Ctx) error {
-	return s.serveClient(c, wire.FormatCompletions)
+	return s.serveRoute(c, wire.FormatCompletions)
 }
 
 // forwardQuery returns the client query parameters some endpoint passes on
 // (provider.ForwardableQuery, e.g. ?beta=true of the Anthropic SDKs' beta
 // clients); the rest of the query string is not sent upstream.
-func forwardQuery(c *fiber.Ctx) []wire.Header {
+func forwardQuery(ctx *fasthttp.RequestCtx) []wire.Header {
 	var out []wire.Header
 	for _, name := range provider.ForwardableQuery() {
-		if v := c.Query(name); v != "" {
+		if v := utils.UnsafeString(ctx.QueryArgs().Peek(name)); v != "" {
 			out = append(out, wire.Header{Name: name, Value: strings.Clone(v)})
 		}
 	}

@@ -2,14 +2,15 @@ package server
 
 import (
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 )
 
 // keyInfo describes the request's authenticated client key for the lease
 // API.
-func keyInfo(c *fiber.Ctx) leaseapi.KeyInfo {
-	k, _ := c.Locals(localsKey).(*clientKey)
+func keyInfo(ctx *fasthttp.RequestCtx) leaseapi.KeyInfo {
+	k, _ := ctx.UserValue(localsKey).(*clientKey)
 	if k == nil {
 		return leaseapi.KeyInfo{}
 	}
@@ -18,7 +19,7 @@ func keyInfo(c *fiber.Ctx) leaseapi.KeyInfo {
 
 // handleLease serves POST /api/v1/session-leases (client key auth).
 func (s *Server) handleLease(c *fiber.Ctx) error {
-	r := leaseapi.Handle(c.UserContext(), s.proxy.Leases(), keyInfo(c), c.Get(fiber.HeaderContentType), c.Get(leaseapi.OwnerHeader), c.Body())
+	r := leaseapi.Handle(c.UserContext(), s.proxy.Leases(), keyInfo(c.Context()), c.Get(fiber.HeaderContentType), c.Get(leaseapi.OwnerHeader), c.Body())
 	if r.Err != nil {
 		s.log.Error("session lease call failed", "error", r.Err)
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/utils"
+	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -29,22 +30,23 @@ import (
 //
 // The console is not concerned: it calls the admin API with the admin
 // token, from the gateway's own origin.
-func (s *Server) loopbackOnly(c *fiber.Ctx) *wire.APIError {
+func (s *Server) loopbackOnly(ctx *fasthttp.RequestCtx) *wire.APIError {
+	h := &ctx.Request.Header
 	// The Host header itself (Fiber's Hostname would prefer
 	// X-Forwarded-Host, which a rebinding page may send).
-	if host := hostOnly(utils.UnsafeString(c.Request().Host())); !s.localHost(host) {
+	if host := hostOnly(utils.UnsafeString(ctx.Request.Host())); !s.localHost(host) {
 		return &wire.APIError{Status: 403, Type: "permission_error", Code: "forbidden_host",
 			Message: "without client keys the gateway answers only requests addressed to a loopback host (got Host " + quote(wire.Clip(host)) + ")"}
 	}
-	if o := c.Get(fiber.HeaderOrigin); o != "" {
+	if o := reqHeader(h, fiber.HeaderOrigin); o != "" {
 		u, err := url.Parse(o)
 		if err != nil || !s.localHost(u.Hostname()) {
 			return &wire.APIError{Status: 403, Type: "permission_error", Code: "forbidden_origin",
 				Message: "without client keys the gateway answers only requests from loopback origins (got Origin " + quote(wire.Clip(o)) + ")"}
 		}
 	}
-	if c.Method() == fiber.MethodPost {
-		mt, _, _ := strings.Cut(c.Get(fiber.HeaderContentType), ";")
+	if string(ctx.Method()) == fiber.MethodPost {
+		mt, _, _ := strings.Cut(reqHeader(h, fiber.HeaderContentType), ";")
 		if !strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON) {
 			return &wire.APIError{Status: 415, Type: "invalid_request_error", Code: "unsupported_media_type", Param: "Content-Type",
 				Message: "send the request body as Content-Type: application/json"}

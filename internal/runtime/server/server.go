@@ -1,8 +1,10 @@
-// Package server is Breakwater's HTTP front: the Fiber application that
+// Package server is Breakwater's HTTP front: the fasthttp server that
 // speaks the OpenAI and Anthropic wire formats to clients and serves the
-// admin API. A client request is parsed and authenticated here, handed to
-// the request loop (runtime/proxy) as a proxy.Request, and its
-// proxy.Result is rendered in one place (render).
+// admin API through a Fiber application. A client request is parsed and
+// authenticated here, handed to the request loop (runtime/proxy) as a
+// proxy.Request, and its proxy.Result is rendered in one place (render).
+// The client API calls on their exact paths skip Fiber's router and
+// context (admit, leanRoute); every other request goes through Fiber.
 //
 // Lifecycle: New builds the application without side effects; Start reads
 // the combos defined through the admin API from the store; Serve accepts
@@ -25,6 +27,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/hashicorp/go-hclog"
+	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/plugins"
@@ -283,8 +286,11 @@ func (s *Server) errorHandler(c *fiber.Ctx, err error) error {
 	return s.writeError(c, e, formatOf(c))
 }
 
-func formatOf(c *fiber.Ctx) wire.Format {
-	switch c.Path() {
+func formatOf(c *fiber.Ctx) wire.Format { return errorFormat(c.Path()) }
+
+// errorFormat is the format of the gateway's own errors on a path.
+func errorFormat(path string) wire.Format {
+	switch path {
 	case "/v1/messages":
 		return wire.FormatMessages
 	case "/v1/messages/count_tokens":
@@ -297,9 +303,17 @@ func formatOf(c *fiber.Ctx) wire.Format {
 
 // writeError answers e in format f.
 func (s *Server) writeError(c *fiber.Ctx, e *wire.APIError, f wire.Format) error {
+	writeErrorTo(c.Context(), e, f)
+	return nil
+}
+
+// writeErrorTo answers e in format f on a fasthttp request, keeping the
+// headers already set.
+func writeErrorTo(ctx *fasthttp.RequestCtx, e *wire.APIError, f wire.Format) {
 	if ra := e.RetryAfterSeconds(); ra != "" {
-		c.Set("Retry-After", ra)
+		ctx.Response.Header.Set("Retry-After", ra)
 	}
-	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-	return c.Status(e.Status).Send(e.Body(f))
+	ctx.Response.Header.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	ctx.Response.SetStatusCode(e.Status)
+	ctx.Response.SetBodyRaw(e.Body(f))
 }

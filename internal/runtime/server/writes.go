@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 )
 
 // largeBody is the size from which a whole response body is written with
@@ -26,13 +26,12 @@ const largeBody = 1 << 20
 
 // sendBody answers with a whole body: small ones in one write under the
 // response's deadline, large ones in chunks that each renew it.
-func (s *Server) sendBody(c *fiber.Ctx, b []byte) error {
+func (s *Server) sendBody(ctx *fasthttp.RequestCtx, b []byte) {
 	if len(b) < largeBody {
-		return c.Send(b)
+		ctx.Response.SetBodyRaw(b)
+		return
 	}
-	conn := c.Context().Conn()
-	c.Context().SetBodyStream(&progressReader{b: b, conn: conn, timeout: s.writeTimeout}, len(b))
-	return nil
+	ctx.SetBodyStream(&progressReader{b: b, conn: ctx.Conn(), timeout: s.writeTimeout}, len(b))
 }
 
 // progressReader hands a body to fasthttp's writer chunk by chunk and

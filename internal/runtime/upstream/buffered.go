@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
 	"time"
 
@@ -107,23 +108,36 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 // one is, with a *TimeoutError for TimerIdle. It sits above TLS, so only
 // the answer's bytes (not a TLS session ticket) start the answer. A
 // connection serves one call at a time.
+//
+// The idle deadline is set on the socket once per answer, when the answer
+// has started, not before every read: each read only notes when it began.
+// When the socket's deadline passes, the read is cut only if it has itself
+// waited the idle timeout; a read that began later is given the rest of
+// its own idle timeout (the deadline moved once, then) and goes on. So the
+// idle timer keeps its exact meaning (a silence longer than the idle
+// timeout from the start of a read) at the price of one deadline per
+// answer instead of one per read.
 type phasedConn struct {
 	net.Conn
 	idle time.Duration
 	// started: a byte of the current answer has arrived.
 	started bool
+	// armed: the idle deadline is set on the socket for this answer.
+	armed bool
+	// since is when the latest read of a started answer began.
+	since time.Time
 }
 
 // SetReadDeadline starts a new answer: deadline bounds the wait for its
 // first byte.
 func (c *phasedConn) SetReadDeadline(deadline time.Time) error {
-	c.started = false
+	c.started, c.armed = false, false
 	return c.Conn.SetReadDeadline(deadline)
 }
 
 // SetDeadline starts a new answer, as SetReadDeadline does.
 func (c *phasedConn) SetDeadline(deadline time.Time) error {
-	c.started = false
+	c.started, c.armed = false, false
 	return c.Conn.SetDeadline(deadline)
 }
 
@@ -131,18 +145,32 @@ func (c *phasedConn) SetDeadline(deadline time.Time) error {
 // under the idle timeout after.
 func (c *phasedConn) Read(b []byte) (int, error) {
 	if c.started {
-		if err := c.Conn.SetReadDeadline(time.Now().Add(c.idle)); err != nil {
-			return 0, err
+		c.since = time.Now()
+		if !c.armed {
+			if err := c.Conn.SetReadDeadline(c.since.Add(c.idle)); err != nil {
+				return 0, err
+			}
+			c.armed = true
 		}
 	}
-	n, err := c.Conn.Read(b)
-	if err != nil && c.started && errors.Is(err, os.ErrDeadlineExceeded) {
-		return n, &TimeoutError{Timer: TimerIdle, Limit: c.idle}
+	for {
+		n, err := c.Conn.Read(b)
+		if err != nil && c.started && errors.Is(err, os.ErrDeadlineExceeded) {
+			// The deadline was set by an earlier read: this one has
+			// waited less than the idle timeout and goes on waiting.
+			if until := c.since.Add(c.idle); n == 0 && time.Now().Before(until) {
+				if err := c.Conn.SetReadDeadline(until); err != nil {
+					return 0, err
+				}
+				continue
+			}
+			return n, &TimeoutError{Timer: TimerIdle, Limit: c.idle}
+		}
+		if n > 0 {
+			c.started = true
+		}
+		return n, err
 	}
-	if n > 0 {
-		c.started = true
-	}
-	return n, err
 }
 
 // Handshake tells fasthttp that the dialer already set up TLS (a plain
@@ -194,8 +222,7 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Rout
 	if err := c.DoDeadline(req, resp, time.Now().Add(firstByte)); err != nil {
 		return nil, fastError(err, firstByte)
 	}
-	out := &Buffered{Status: resp.StatusCode(), Header: make(http.Header, 8)}
-	resp.Header.VisitAll(func(k, v []byte) { out.Header.Add(string(k), string(v)) })
+	out := &Buffered{Status: resp.StatusCode(), Header: headerOf(&resp.Header)}
 	rb := resp.Body()
 	if out.Status >= 300 && out.Status <= 399 && len(rb) > MaxRedirectBody {
 		rb = rb[:MaxRedirectBody]
@@ -214,4 +241,33 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Rout
 	out.Header.Del("Content-Encoding")
 	out.Header.Del("Content-Length")
 	return out, nil
+}
+
+// headerOf copies an answer's headers into an http.Header in four
+// allocations whatever their number: the map, one string holding every
+// name and value, one backing array for the value slices, and the Buffered
+// itself aside. fasthttp has put the names in canonical form already
+// (CanonicalMIMEHeaderKey returns them as they are).
+func headerOf(rh *fasthttp.ResponseHeader) http.Header {
+	n, size := 0, 0
+	rh.VisitAll(func(k, v []byte) { n, size = n+1, size+len(k)+len(v) })
+	buf := make([]byte, 0, size)
+	rh.VisitAll(func(k, v []byte) { buf = append(append(buf, k...), v...) })
+	all := string(buf)
+	vals := make([]string, n)
+	h := make(http.Header, n)
+	i, at := 0, 0
+	rh.VisitAll(func(k, v []byte) {
+		key := textproto.CanonicalMIMEHeaderKey(all[at : at+len(k)])
+		val := all[at+len(k) : at+len(k)+len(v)]
+		at += len(k) + len(v)
+		vals[i] = val
+		if prev, ok := h[key]; ok {
+			h[key] = append(prev, val) // a repeated header: its own array
+		} else {
+			h[key] = vals[i : i+1 : i+1]
+		}
+		i++
+	})
+	return h
 }

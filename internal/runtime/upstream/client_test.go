@@ -5,9 +5,12 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/valyala/fasthttp"
 )
 
 func TestLocalAddressBindsTheOutgoingSocket(t *testing.T) {
@@ -90,5 +93,28 @@ func TestDoBufferedReadsTheWholeAnswerFromTheBoundAddress(t *testing.T) {
 	}
 	if b.Status != 429 || string(b.Body) != `{"error":"slow down"}` || b.Header.Get("X-Ratelimit-Remaining-Requests") != "7" {
 		t.Fatalf("answer %d %q %v", b.Status, b.Body, b.Header)
+	}
+}
+
+// TestHeaderOf: the answer's headers copied from fasthttp are what
+// http.Header.Add of each would give: canonical names, every value of a
+// repeated header in order, and values that stay put when another header
+// is added later.
+func TestHeaderOf(t *testing.T) {
+	var rh fasthttp.ResponseHeader
+	rh.Set("content-type", "application/json")
+	rh.Add("X-Ratelimit-Remaining-Requests", "41")
+	rh.Add("set-cookie", "a=1")
+	rh.Add("Set-Cookie", "b=2")
+	rh.Add("x-empty", "")
+	want := http.Header{}
+	rh.VisitAll(func(k, v []byte) { want.Add(string(k), string(v)) })
+	got := headerOf(&rh)
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("headerOf = %v, want %v", got, want)
+	}
+	got.Add("Content-Type", "text/plain")
+	if got.Get("X-Ratelimit-Remaining-Requests") != "41" || got.Values("Content-Type")[0] != "application/json" {
+		t.Fatalf("adding a value changed another header: %v", got)
 	}
 }

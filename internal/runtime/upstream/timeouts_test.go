@@ -101,10 +101,13 @@ func TestSlowFlowingAnswerIsNeverCut(t *testing.T) {
 }
 
 // A silent upstream is cut by the timer of the phase it is silent in, on
-// both clients: no first byte within the call's limit (Limits lower the
-// client's default of a minute) is the first-byte timer; an answer that
-// started and then went silent longer than the idle timeout is the idle
-// timer, long before the first-byte limit.
+// both clients, never before its limit: no first byte within the call's
+// limit (Limits lower the client's default of a minute) is the first-byte
+// timer; an answer that started and then went silent longer than the idle
+// timeout is the idle timer, long before the first-byte limit, counted
+// from its last piece when it flowed for a while first (the synchronous
+// client sets the idle deadline once per answer and moves it only when it
+// passes: the cut must not come earlier).
 func TestTimersCutASilentUpstream(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -115,6 +118,7 @@ func TestTimersCutASilentUpstream(t *testing.T) {
 	}{
 		{"first byte", slowAnswer(5*time.Second, 1, 0), Limits{FirstByte: testFirstByte}, TimerFirstByte, testFirstByte},
 		{"idle", slowAnswer(0, -1, 0), Limits{}, TimerIdle, testIdle},
+		{"idle after flowing", flowThenSilence(5, 100*time.Millisecond), Limits{}, TimerIdle, 4*100*time.Millisecond + testIdle},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := httptest.NewServer(tc.upstream)
@@ -126,7 +130,7 @@ func TestTimersCutASilentUpstream(t *testing.T) {
 					start := time.Now()
 					_, err := call(t, p, path, srv.URL, tc.lim)
 					wantTimeout(t, err, tc.want)
-					if el := time.Since(start); el > 3*time.Second {
+					if el := time.Since(start); el < tc.after || el > tc.after+3*time.Second {
 						t.Fatalf("cut after %v, want about %v", el, tc.after)
 					}
 				})
@@ -172,5 +176,14 @@ func TestSynchronousClientOverTLS(t *testing.T) {
 	defer q.Close()
 	if _, err := call(t, q, "DoBuffered", srv.URL, Limits{}); err == nil || !strings.Contains(err.Error(), "tls") {
 		t.Fatalf("untrusted certificate: %v", err)
+	}
+}
+
+// flowThenSilence writes n pieces of body, one every every, then stays
+// silent until the client leaves.
+func flowThenSilence(n int, every time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		slowAnswer(0, n, every)(w, r)
+		<-r.Context().Done()
 	}
 }
