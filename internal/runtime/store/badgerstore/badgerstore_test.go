@@ -112,14 +112,7 @@ func TestOpenHeldByAnotherProcessFailsFast(t *testing.T) {
 // TestOpenHeldByAnotherProcessFailsFast: it opens the directory, says
 // "locked", and holds it until its stdin closes.
 func TestHelperHoldLock(t *testing.T) {
-	dir := os.Getenv(holdDirEnv)
-	if dir == "" {
-		t.Skip("helper process only")
-	}
-	s, err := Open(dir, engine.SystemClock{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := helperStore(t, holdDirEnv)
 	os.Stdout.WriteString("locked\n")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	if err := s.Close(); err != nil {
@@ -288,14 +281,7 @@ func TestUnsyncedWritesSurviveKill(t *testing.T) {
 // kills: it writes 100 keys with PutUnsynced, deletes one with
 // DeleteUnsynced, says "written" and waits.
 func TestHelperWriteUnsyncedAndWait(t *testing.T) {
-	dir := os.Getenv(killDirEnv)
-	if dir == "" {
-		t.Skip("helper process only")
-	}
-	s, err := Open(dir, engine.SystemClock{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := helperStore(t, killDirEnv)
 	for i := range 100 {
 		if err := s.PutUnsynced(t.Context(), fmt.Sprintf("cooldown/p/c%d", i), []byte("cooling"), time.Hour); err != nil {
 			t.Fatal(err)
@@ -306,4 +292,19 @@ func TestHelperWriteUnsyncedAndWait(t *testing.T) {
 	}
 	os.Stdout.WriteString("written\n")
 	select {} // until killed
+}
+
+// helperStore opens the store of a helper process in the directory the
+// environment variable env names; without it the test is skipped.
+func helperStore(t *testing.T, env string) *Store {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	s, err := Open(dir, engine.SystemClock{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
