@@ -155,10 +155,10 @@ func (e *Engine) ResetBreakers(ctx context.Context, provider string) ([]string, 
 	gated := e.gate.Reset(provider)
 	var errs []error
 	for _, p := range names {
-		errs = append(errs, e.persistBreaker(ctx, e.providerFor(p, "")))
+		errs = append(errs, e.persistBreaker(ctx, e.providerFor(p, ""), durable))
 	}
 	for _, p := range gated {
-		errs = append(errs, e.persistGate(ctx, e.providerFor(p, "")))
+		errs = append(errs, e.persistGate(ctx, e.providerFor(p, ""), durable))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return names, fmt.Errorf("reset breakers: %w", err)
@@ -177,10 +177,10 @@ func (e *Engine) ConnectionTestPassed(ctx context.Context, provider, connection 
 	ps := e.providerFor(provider, "")
 	var errs []error
 	if e.breakers.ConnectionTestPassed(provider) {
-		errs = append(errs, e.persistBreaker(ctx, ps))
+		errs = append(errs, e.persistBreaker(ctx, ps, durable))
 	}
 	if connection != "" && e.cooldowns.recordSuccess(provider, connection) {
-		errs = append(errs, e.persistConn(ctx, provider, connection))
+		errs = append(errs, e.persistConn(ctx, provider, connection, durable))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("connection test: %w", err)
@@ -265,7 +265,7 @@ func (e *Engine) ClearCooldowns(ctx context.Context, req ClearRequest) (ClearRes
 			res.SkippedTerminal++
 		case cleared:
 			res.Cleared++
-			errs = append(errs, e.persistConn(ctx, k.provider, k.connection))
+			errs = append(errs, e.persistConn(ctx, k.provider, k.connection, durable))
 		default:
 			res.Unchanged++
 		}
@@ -336,7 +336,7 @@ func (e *Engine) ResetConnection(ctx context.Context, provider, connection strin
 	paced := e.pacer.clear(connKey{provider, connection}, e.clock.Now())
 	var errs []error
 	if cleared {
-		errs = append(errs, e.persistConn(ctx, provider, connection))
+		errs = append(errs, e.persistConn(ctx, provider, connection, durable))
 	}
 	n, err := e.removeLocks(ctx, e.lockouts.keysOf(provider, connection), e.clock.Now())
 	errs = append(errs, err)
@@ -391,7 +391,7 @@ func (e *Engine) removeLocks(ctx context.Context, keys []lockKey, now time.Time)
 	removed, active := e.lockouts.remove(keys, now)
 	var errs []error
 	for _, k := range removed {
-		errs = append(errs, e.persistLock(ctx, k))
+		errs = append(errs, e.persistLock(ctx, k, durable))
 	}
 	return active, errors.Join(errs...)
 }

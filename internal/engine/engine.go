@@ -156,6 +156,9 @@ type Engine struct {
 	observer atomic.Pointer[Observer]
 	// shared is set when the Store is a SharedStore (see shared.go).
 	shared *sharedState
+	// unsynced is the Store's UnsyncedWriter, nil when it has none: the
+	// self-healing writes go through it (see durability).
+	unsynced UnsyncedWriter
 	// writeLocks serialise the store writes of one key (striped), so that
 	// the last write of a key always carries its latest state.
 	writeLocks [64]sync.Mutex
@@ -195,6 +198,9 @@ func New(ctx context.Context, o Options) (*Engine, error) {
 	}
 	if ss, ok := o.Store.(SharedStore); ok {
 		e.shared = newSharedState(ss)
+	}
+	if uw, ok := o.Store.(UnsyncedWriter); ok {
+		e.unsynced = uw
 	}
 	base := o.Settings
 	if reflect.ValueOf(base).IsZero() {
@@ -577,21 +583,21 @@ func (e *Engine) RecordSuccess(provider, connection, model string) {
 	var errs []error
 	if ps != nil {
 		if ps.breakerDirty.Load() {
-			errs = append(errs, e.persistBreaker(ctx, ps))
+			errs = append(errs, e.persistBreaker(ctx, ps, selfHealing))
 		}
 		if ps.gateDirty.Load() {
-			errs = append(errs, e.persistGate(ctx, ps))
+			errs = append(errs, e.persistGate(ctx, ps, selfHealing))
 		}
 	}
 	if e.cooldowns.recordSuccess(provider, connection) {
-		errs = append(errs, e.persistConn(ctx, provider, connection))
+		errs = append(errs, e.persistConn(ctx, provider, connection, selfHealing))
 	}
 	var fams quotaFamilies
 	if ps != nil {
 		fams = ps.families
 	}
 	for _, k := range e.lockouts.recordSuccess(provider, connection, model, fams, e.clock) {
-		errs = append(errs, e.persistLock(ctx, k))
+		errs = append(errs, e.persistLock(ctx, k, selfHealing))
 	}
 	if err := errors.Join(errs...); err != nil {
 		e.log.Error("persisting state after a success failed", "provider", provider, "error", err)
@@ -843,10 +849,30 @@ func (e *Engine) UpdateSettings(ctx context.Context, patch []byte) (Settings, er
 	return next.Clone(), nil
 }
 
-// persist writes the current state of key, produced by snap under the
-// key's write lock (so a later write never carries older state): snap
-// returns the value and its TTL, or ok false to delete the key.
-func (e *Engine) persist(ctx context.Context, key string, snap func() (value []byte, ttl time.Duration, ok bool, err error)) error {
+// durability says when a state write returns (docs/architecture.md,
+// "State store"): the guarantee is that a crash loses no lease, terminal
+// state or setting that was acknowledged.
+type durability uint8
+
+const (
+	// durable writes reach stable storage before they return: every
+	// change an operator asked for (a reset, a setting, a cleared
+	// lockout), a learned tool limit, and terminal connection states.
+	durable durability = iota
+	// selfHealing writes are in the store's log when they return, so a
+	// crash or kill of the process keeps them, but do not wait for stable
+	// storage (Store.PutUnsynced): the breaker, window gate, cooldown and
+	// lockout changes the request path makes. A power loss may drop the
+	// last few; they heal by themselves (a breaker re-trips, a cooldown
+	// is re-armed by the next failure).
+	selfHealing
+)
+
+// persist writes the current state of key with durability d, produced by
+// snap under the key's write lock (so a later write never carries older
+// state): snap returns the value and its TTL, or ok false to delete the
+// key.
+func (e *Engine) persist(ctx context.Context, key string, d durability, snap func() (value []byte, ttl time.Duration, ok bool, err error)) error {
 	mu := &e.writeLocks[stripe(key)]
 	mu.Lock()
 	defer mu.Unlock()
@@ -854,15 +880,29 @@ func (e *Engine) persist(ctx context.Context, key string, snap func() (value []b
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", key, err)
 	}
+	unsynced := e.unsynced
+	if d == durable {
+		unsynced = nil
+	}
 	if !ok {
-		if err := e.store.Delete(ctx, key); err != nil {
+		if unsynced != nil {
+			err = unsynced.DeleteUnsynced(ctx, key)
+		} else {
+			err = e.store.Delete(ctx, key)
+		}
+		if err != nil {
 			e.unshared(key)
 			return fmt.Errorf("delete %s: %w", key, err)
 		}
 		e.observed(key, nil)
 		return nil
 	}
-	if err := e.store.Put(ctx, key, v, ttl); err != nil {
+	if unsynced != nil {
+		err = unsynced.PutUnsynced(ctx, key, v, ttl)
+	} else {
+		err = e.store.Put(ctx, key, v, ttl)
+	}
+	if err != nil {
 		e.unshared(key)
 		return fmt.Errorf("write %s: %w", key, err)
 	}
@@ -885,9 +925,9 @@ func (e *Engine) unshared(key string) {
 	}
 }
 
-func (e *Engine) persistBreaker(ctx context.Context, ps *providerState) error {
+func (e *Engine) persistBreaker(ctx context.Context, ps *providerState, d durability) error {
 	ps.breakerDirty.Store(false)
-	return e.persist(ctx, keyBreaker+url.PathEscape(ps.id), func() ([]byte, time.Duration, bool, error) {
+	return e.persist(ctx, keyBreaker+url.PathEscape(ps.id), d, func() ([]byte, time.Duration, bool, error) {
 		snap := e.breakers.Peek(ps.id)
 		if e.shared != nil {
 			snap = sharedBreakerSnapshot(snap)
@@ -897,23 +937,31 @@ func (e *Engine) persistBreaker(ctx context.Context, ps *providerState) error {
 	})
 }
 
-func (e *Engine) persistGate(ctx context.Context, ps *providerState) error {
+func (e *Engine) persistGate(ctx context.Context, ps *providerState, d durability) error {
 	ps.gateDirty.Store(false)
-	return e.persist(ctx, keyWindowGate+url.PathEscape(ps.id), func() ([]byte, time.Duration, bool, error) {
+	return e.persist(ctx, keyWindowGate+url.PathEscape(ps.id), d, func() ([]byte, time.Duration, bool, error) {
 		v, ttl, ok := gateValue(e.gate.Snapshot(ps.id))
 		return v, ttl, ok, nil
 	})
 }
 
-func (e *Engine) persistConn(ctx context.Context, provider, connection string) error {
-	return e.persist(ctx, connStoreKey(provider, connection), func() ([]byte, time.Duration, bool, error) {
+// persistConn writes a connection's cooldown state; a terminal state is
+// always written durably. (It leaves the terminal state only through
+// durable writes, an operator reset or a credential change; and the write
+// that enters it sees it here, so a self-healing write that snapshots a
+// terminal state entered concurrently is followed by a durable one.)
+func (e *Engine) persistConn(ctx context.Context, provider, connection string, d durability) error {
+	if st, ok := e.cooldowns.get(provider, connection); ok && st.TestStatus.Terminal() {
+		d = durable
+	}
+	return e.persist(ctx, connStoreKey(provider, connection), d, func() ([]byte, time.Duration, bool, error) {
 		v, ttl, ok := e.connValue(e.cooldowns, provider, connection)
 		return v, ttl, ok, nil
 	})
 }
 
-func (e *Engine) persistLock(ctx context.Context, k lockKey) error {
-	return e.persist(ctx, lockStoreKey(k), func() ([]byte, time.Duration, bool, error) {
+func (e *Engine) persistLock(ctx context.Context, k lockKey, d durability) error {
+	return e.persist(ctx, lockStoreKey(k), d, func() ([]byte, time.Duration, bool, error) {
 		v, ttl, ok := e.lockValue(e.lockouts, k)
 		return v, ttl, ok, nil
 	})

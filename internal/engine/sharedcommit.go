@@ -99,7 +99,7 @@ func (e *Engine) settle(key string, err error, applied bool, local func()) error
 func (e *Engine) updateBreaker(ctx context.Context, ps *providerState, op func(*breakers), applied bool) error {
 	if e.shared == nil {
 		op(e.breakers)
-		return e.persistBreaker(ctx, ps)
+		return e.persistBreaker(ctx, ps, selfHealing)
 	}
 	key := keyBreaker + url.PathEscape(ps.id)
 	cfg := e.breakers.config(ps.id)
@@ -140,7 +140,7 @@ func (e *Engine) updateBreaker(ctx context.Context, ps *providerState, op func(*
 func (e *Engine) updateGate(ctx context.Context, ps *providerState, op func(*windowGate), applied bool) error {
 	if e.shared == nil {
 		op(e.gate)
-		return e.persistGate(ctx, ps)
+		return e.persistGate(ctx, ps, selfHealing)
 	}
 	key := keyWindowGate + url.PathEscape(ps.id)
 	cfg := e.gate.config(ps.id)
@@ -173,7 +173,7 @@ func (e *Engine) updateConn(ctx context.Context, provider, connection string, op
 		if !op(e.cooldowns) {
 			return nil
 		}
-		return e.persistConn(ctx, provider, connection)
+		return e.persistConn(ctx, provider, connection, selfHealing)
 	}
 	step := func(cur []byte) ([]byte, time.Duration, bool) {
 		c := newCooldowns()
@@ -198,7 +198,7 @@ func (e *Engine) updateLock(ctx context.Context, k lockKey, op func(*lockouts) b
 		if !op(e.lockouts) {
 			return nil
 		}
-		return e.persistLock(ctx, k)
+		return e.persistLock(ctx, k, selfHealing)
 	}
 	step := func(cur []byte) ([]byte, time.Duration, bool) {
 		l := newLockouts()

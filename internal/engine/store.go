@@ -22,7 +22,8 @@ type KV struct {
 // Every operation is atomic on its key. A ttl of zero means "no expiry"; an
 // expired key behaves exactly like an absent one, judged against the store's
 // Clock. A successful Put, CompareAndSet or Delete is durable before it
-// returns. Implementations are goroutine-safe.
+// returns (see UnsyncedWriter for the writes that need not wait for it).
+// Implementations are goroutine-safe.
 type Store interface {
 	// Get returns the value of key and whether it exists.
 	Get(ctx context.Context, key string) ([]byte, bool, error)
@@ -38,4 +39,19 @@ type Store interface {
 	Scan(ctx context.Context, prefix string) ([]KV, error)
 	// Close releases the store. It is safe to call more than once.
 	Close() error
+}
+
+// UnsyncedWriter is implemented by a Store whose durable writes wait for
+// stable storage (an fsync) and that can also acknowledge a write before
+// it gets there. The engine writes self-healing state through it
+// (breakers, window gates, cooldowns and model lockouts changed by the
+// request path), never a lease, a setting or a terminal state: a crash of
+// the process keeps an unsynced write, a power loss may drop the last few.
+// A later durable write makes every earlier write durable too.
+type UnsyncedWriter interface {
+	// PutUnsynced is Put, returning once the write is in the store's log
+	// rather than on stable storage.
+	PutUnsynced(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// DeleteUnsynced is Delete, returning as PutUnsynced does.
+	DeleteUnsynced(ctx context.Context, key string) error
 }

@@ -202,7 +202,7 @@ func (e *Engine) ClearToolLimit(ctx context.Context, provider, model string) (bo
 // has none.
 func (e *Engine) persistToolLimit(ctx context.Context, k modelKey) error {
 	key := keyToolLimit + url.PathEscape(k.provider) + "/" + url.PathEscape(k.model)
-	return e.persist(ctx, key, func() ([]byte, time.Duration, bool, error) {
+	return e.persist(ctx, key, durable, func() ([]byte, time.Duration, bool, error) {
 		e.tools.mu.RLock()
 		cur := e.tools.limits[k]
 		var v []byte

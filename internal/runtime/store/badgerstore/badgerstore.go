@@ -1,5 +1,9 @@
 // Package badgerstore is the default engine.Store: an embedded Badger v4
-// database in one directory, durable on every write.
+// database in one directory. Put, CompareAndSet and Delete are durable
+// (fsynced) before they return; PutUnsynced and DeleteUnsynced
+// (engine.UnsyncedWriter), which the engine uses for self-healing state,
+// return once the write is in Badger's log: a crash or kill of the process
+// keeps it, only a power loss may drop it.
 //
 // Values are stored in the envelope format (runtime/store/internal/envelope)
 // so expiry is judged against the injected engine.Clock. Keys written with a
@@ -16,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -38,7 +43,10 @@ const maxCASAttempts = 10000
 // errClosed is returned by every operation after Close.
 var errClosed = errors.New("badgerstore: store is closed")
 
-var _ engine.Store = (*Store)(nil)
+var (
+	_ engine.Store          = (*Store)(nil)
+	_ engine.UnsyncedWriter = (*Store)(nil)
+)
 
 // Store is an engine.Store on a Badger database. It is goroutine-safe;
 // Close waits for in-flight operations.
@@ -51,11 +59,23 @@ type Store struct {
 
 	mu     sync.RWMutex // read-held by operations, write-held by Close
 	closed bool
+
+	// wmu orders the writes around the syncs of the durable ones: an
+	// unsynced write holds it shared, a durable write exclusively from its
+	// commit through its sync. Badger syncs only the log of its current
+	// memtable, so no other write may switch memtables (a full one is
+	// swapped out before a write) between a durable write's commit and its
+	// sync and leave it in a log the sync misses.
+	wmu sync.RWMutex
+	// syncs counts the durable writes' syncs, for the tests.
+	syncs atomic.Uint64
 }
 
 // Options returns the Badger options Open uses for dir, tuned for a small
 // state set and a gateway that must stay within about 100 MB RSS:
-//   - SyncWrites: every committed write is fsynced before it returns;
+//   - SyncWrites off: a committed write is in the memtable's log (a
+//     memory-mapped file, so a crash of the process keeps it) when it
+//     returns; the durable writes then sync the log themselves (DB.Sync);
 //   - MemTableSize 8 MiB (default 64) and NumMemtables 2 (default 5);
 //   - ValueLogFileSize 16 MiB (default 1 GiB); values below the default
 //     ValueThreshold (1 MiB) stay in the LSM tree, so no value-log GC is
@@ -69,7 +89,7 @@ type Store struct {
 //     its debug at trace.
 func Options(dir string, logger hclog.Logger) badger.Options {
 	return badger.DefaultOptions(dir).
-		WithSyncWrites(true).
+		WithSyncWrites(false).
 		WithLogger(badgerLogger{logger}).
 		WithMemTableSize(8 << 20).
 		WithNumMemtables(2).
@@ -144,10 +164,10 @@ func (s *Store) Get(_ context.Context, key string) ([]byte, bool, error) {
 // dropExpired deletes key if it is still expired. It is best effort: a
 // conflict means someone else wrote the key, which is fine.
 func (s *Store) dropExpired(key []byte) {
-	err := s.db.Update(func(txn *badger.Txn) error {
+	err := s.update(false, func(txn *badger.Txn) (bool, error) {
 		item, err := txn.Get(key)
 		if err != nil {
-			return err
+			return false, err
 		}
 		var alive bool
 		if err := item.Value(func(raw []byte) error {
@@ -155,12 +175,12 @@ func (s *Store) dropExpired(key []byte) {
 			alive = err != nil || envelope.Alive(stamp, s.clock.Now())
 			return nil
 		}); err != nil {
-			return err
+			return false, err
 		}
 		if alive {
-			return nil
+			return false, nil
 		}
-		return txn.Delete(key)
+		return true, txn.Delete(key)
 	})
 	if err != nil && !errors.Is(err, badger.ErrKeyNotFound) && s.logger.IsTrace() {
 		s.logger.Trace("lazy delete of expired key skipped", "error", err)
@@ -169,13 +189,23 @@ func (s *Store) dropExpired(key []byte) {
 
 // Put durably sets key to value, expiring after ttl when ttl > 0.
 func (s *Store) Put(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	return s.put(true, key, value, ttl)
+}
+
+// PutUnsynced is Put returning once the write is in Badger's log, before
+// it reaches stable storage (engine.UnsyncedWriter).
+func (s *Store) PutUnsynced(_ context.Context, key string, value []byte, ttl time.Duration) error {
+	return s.put(false, key, value, ttl)
+}
+
+func (s *Store) put(synced bool, key string, value []byte, ttl time.Duration) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return errClosed
 	}
-	err := s.db.Update(func(txn *badger.Txn) error {
-		return txn.SetEntry(s.entry(key, value, ttl))
+	err := s.update(synced, func(txn *badger.Txn) (bool, error) {
+		return true, txn.SetEntry(s.entry(key, value, ttl))
 	})
 	if err != nil {
 		return fmt.Errorf("badgerstore: put %q: %w", key, err)
@@ -189,6 +219,36 @@ func (s *Store) entry(key string, value []byte, ttl time.Duration) *badger.Entry
 		e = e.WithTTL(ttl + GCGrace)
 	}
 	return e
+}
+
+// update runs fn in a read-write transaction; fn reports whether it
+// wrote. Synced, update then syncs Badger's logs, so that the write is on
+// stable storage when it returns, holding wmu exclusively throughout (see
+// Store); otherwise it holds wmu shared and returns once the write is in
+// the log.
+func (s *Store) update(synced bool, fn func(txn *badger.Txn) (wrote bool, err error)) error {
+	if !synced {
+		s.wmu.RLock()
+		defer s.wmu.RUnlock()
+		return s.db.Update(func(txn *badger.Txn) error {
+			_, err := fn(txn)
+			return err
+		})
+	}
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	wrote := false
+	if err := s.db.Update(func(txn *badger.Txn) (err error) {
+		wrote, err = fn(txn)
+		return err
+	}); err != nil || !wrote {
+		return err
+	}
+	if err := s.db.Sync(); err != nil {
+		return fmt.Errorf("sync: %w", err)
+	}
+	s.syncs.Add(1)
+	return nil
 }
 
 // CompareAndSet durably sets key to value only if its live value equals
@@ -207,18 +267,18 @@ func (s *Store) CompareAndSet(ctx context.Context, key string, old, value []byte
 			return false, fmt.Errorf("badgerstore: compare-and-set %q: %w", key, err)
 		}
 		swapped := false
-		err := s.db.Update(func(txn *badger.Txn) error {
+		err := s.update(true, func(txn *badger.Txn) (bool, error) {
 			swapped = false
 			live, cur, err := s.current(txn, k)
 			if err != nil {
-				return err
+				return false, err
 			}
 			if old == nil {
 				if live {
-					return nil
+					return false, nil
 				}
 			} else if !live || !bytes.Equal(cur, old) {
-				return nil
+				return false, nil
 			}
 			if value == nil {
 				err = txn.Delete(k)
@@ -226,7 +286,7 @@ func (s *Store) CompareAndSet(ctx context.Context, key string, old, value []byte
 				err = txn.SetEntry(s.entry(key, value, ttl))
 			}
 			swapped = err == nil
-			return err
+			return swapped, err
 		})
 		if errors.Is(err, badger.ErrConflict) && attempt < maxCASAttempts {
 			continue
@@ -260,13 +320,22 @@ func (s *Store) current(txn *badger.Txn, k []byte) (live bool, payload []byte, e
 
 // Delete durably removes key; deleting an absent key is not an error.
 func (s *Store) Delete(_ context.Context, key string) error {
+	return s.delete(true, key)
+}
+
+// DeleteUnsynced is Delete returning as PutUnsynced does.
+func (s *Store) DeleteUnsynced(_ context.Context, key string) error {
+	return s.delete(false, key)
+}
+
+func (s *Store) delete(synced bool, key string) error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return errClosed
 	}
-	if err := s.db.Update(func(txn *badger.Txn) error {
-		return txn.Delete([]byte(key))
+	if err := s.update(synced, func(txn *badger.Txn) (bool, error) {
+		return true, txn.Delete([]byte(key))
 	}); err != nil {
 		return fmt.Errorf("badgerstore: delete %q: %w", key, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -111,14 +112,7 @@ func TestOpenHeldByAnotherProcessFailsFast(t *testing.T) {
 // TestOpenHeldByAnotherProcessFailsFast: it opens the directory, says
 // "locked", and holds it until its stdin closes.
 func TestHelperHoldLock(t *testing.T) {
-	dir := os.Getenv(holdDirEnv)
-	if dir == "" {
-		t.Skip("helper process only")
-	}
-	s, err := Open(dir, engine.SystemClock{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := helperStore(t, holdDirEnv)
 	os.Stdout.WriteString("locked\n")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	if err := s.Close(); err != nil {
@@ -189,4 +183,128 @@ func BenchmarkGet(b *testing.B) {
 
 func BenchmarkPut(b *testing.B) {
 	storetest.BenchmarkPut(b, open(b, b.TempDir(), engine.SystemClock{}))
+}
+
+// TestDurableWritesAreSynced checks which writes wait for Badger's sync:
+// Put, a CompareAndSet that swaps and Delete each sync once (leases,
+// settings and terminal states go through them); a CompareAndSet that
+// does not swap, PutUnsynced and DeleteUnsynced do not.
+func TestDurableWritesAreSynced(t *testing.T) {
+	ctx := t.Context()
+	s := open(t, t.TempDir(), engine.SystemClock{})
+	step := func(what string, wantSyncs uint64, op func() error) {
+		t.Helper()
+		before := s.syncs.Load()
+		if err := op(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if got := s.syncs.Load() - before; got != wantSyncs {
+			t.Errorf("%s: %d syncs, want %d", what, got, wantSyncs)
+		}
+	}
+	step("Put", 1, func() error { return s.Put(ctx, "settings", []byte("v1"), 0) })
+	step("CompareAndSet that swaps", 1, func() error {
+		ok, err := s.CompareAndSet(ctx, "lease/owner/x", nil, []byte("g1"), time.Minute)
+		if err == nil && !ok {
+			err = errors.New("did not swap")
+		}
+		return err
+	})
+	step("CompareAndSet that does not swap", 0, func() error {
+		ok, err := s.CompareAndSet(ctx, "lease/owner/x", []byte("other"), []byte("g2"), time.Minute)
+		if err == nil && ok {
+			err = errors.New("swapped")
+		}
+		return err
+	})
+	step("Delete", 1, func() error { return s.Delete(ctx, "settings") })
+	step("PutUnsynced", 0, func() error { return s.PutUnsynced(ctx, "cooldown/p/c", []byte("cool"), time.Hour) })
+	step("DeleteUnsynced", 0, func() error { return s.DeleteUnsynced(ctx, "cooldown/p/c") })
+	if _, ok, _ := s.Get(ctx, "cooldown/p/c"); ok {
+		t.Error("DeleteUnsynced left the key")
+	}
+}
+
+// killDirEnv makes TestHelperWriteUnsyncedAndWait act as the process that
+// is killed.
+const killDirEnv = "BREAKWATER_TEST_KILL_BADGER_DIR"
+
+// TestUnsyncedWritesSurviveKill: a process writes with PutUnsynced and
+// DeleteUnsynced, says so, and is killed with SIGKILL before it closes the
+// store; reopened, the store holds every write it acknowledged.
+func TestUnsyncedWritesSurviveKill(t *testing.T) {
+	dir := t.TempDir()
+	{
+		s := open(t, dir, engine.SystemClock{})
+		if err := s.Put(t.Context(), "lockout/p/c/m", []byte("locked"), 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperWriteUnsyncedAndWait$")
+	cmd.Env = append(os.Environ(), killDirEnv+"="+dir)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || strings.TrimSpace(line) != "written" {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("helper process: %q, %v", line, err)
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatalf("SIGKILL: %v", err)
+	}
+	_ = cmd.Wait()
+
+	s := open(t, dir, engine.SystemClock{})
+	for i := range 100 {
+		key := fmt.Sprintf("cooldown/p/c%d", i)
+		got, ok, err := s.Get(t.Context(), key)
+		if err != nil || !ok || string(got) != "cooling" {
+			t.Fatalf("%s after kill -9: %q, %v, %v; want \"cooling\"", key, got, ok, err)
+		}
+	}
+	if _, ok, err := s.Get(t.Context(), "lockout/p/c/m"); err != nil || ok {
+		t.Errorf("key deleted with DeleteUnsynced is back after kill -9 (%v)", err)
+	}
+}
+
+// TestHelperWriteUnsyncedAndWait is the process TestUnsyncedWritesSurviveKill
+// kills: it writes 100 keys with PutUnsynced, deletes one with
+// DeleteUnsynced, says "written" and waits.
+func TestHelperWriteUnsyncedAndWait(t *testing.T) {
+	s := helperStore(t, killDirEnv)
+	for i := range 100 {
+		if err := s.PutUnsynced(t.Context(), fmt.Sprintf("cooldown/p/c%d", i), []byte("cooling"), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.DeleteUnsynced(t.Context(), "lockout/p/c/m"); err != nil {
+		t.Fatal(err)
+	}
+	os.Stdout.WriteString("written\n")
+	select {} // until killed
+}
+
+// helperStore opens the store of a helper process in the directory the
+// environment variable env names; without it the test is skipped.
+func helperStore(t *testing.T, env string) *Store {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("helper process only")
+	}
+	s, err := Open(dir, engine.SystemClock{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
