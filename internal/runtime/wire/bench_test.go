@@ -39,4 +39,45 @@ func BenchmarkParseBody(b *testing.B) {
 			}
 		})
 	}
+	// One long message of plain words (the bench harness's padded body).
+	for _, size := range []int{1 << 10, 1 << 20} {
+		const words = "the quick brown fox jumps over the lazy dog "
+		body := []byte(`{"model":"bench/bench-model","messages":[{"role":"user","content":"` + strings.Repeat(words, size/len(words)) + `"}]}`)
+		b.Run(fmt.Sprintf("plain/%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := Parse(body); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkSpliceModel is the model rewrite of a same-format route on 1 KB
+// and 1 MB bodies: the splice (no copy) against the rewrite into a new
+// body.
+func BenchmarkSpliceModel(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20} {
+		body := chatBody(size)
+		r, err := Parse(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("splice/%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = r.SpliceModel(body, "gpt-4o-mini")
+			}
+		})
+		b.Run(fmt.Sprintf("rewrite/%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = r.RewriteModel(body, "gpt-4o-mini")
+			}
+		})
+	}
 }
