@@ -47,12 +47,18 @@ func serveFast(b *testing.B, h fasthttp.RequestHandler) string {
 }
 
 // startScaleUpstream runs the upstream: it answers scaleAnswer once the
-// request (body included) is read.
-func startScaleUpstream(b *testing.B) string {
+// request (body included) is read, with the x-ratelimit-* headers of an
+// account with most of its quota left when quota is set.
+func startScaleUpstream(b *testing.B, quota bool) string {
 	return serveFast(b, func(ctx *fasthttp.RequestCtx) {
 		if len(ctx.PostBody()) == 0 {
 			ctx.SetStatusCode(400)
 			return
+		}
+		if quota {
+			ctx.Response.Header.Set("X-Ratelimit-Limit-Requests", "10000")
+			ctx.Response.Header.Set("X-Ratelimit-Remaining-Requests", "9000")
+			ctx.Response.Header.Set("X-Ratelimit-Reset-Requests", "6s")
 		}
 		ctx.SetContentType("application/json")
 		ctx.SetBodyString(scaleAnswer)
@@ -161,7 +167,7 @@ func median(ds []time.Duration) float64 {
 // (bare-µs/MB, gw-µs/MB), the copy's (clone-µs/MB), and the ratios
 // gw/bare (target ≤ 2: the gateway may add one more pass) and gw/clone.
 func BenchmarkBodySize(b *testing.B) {
-	up := startScaleUpstream(b)
+	up := startScaleUpstream(b, false)
 	bare := startBareProxy(b, up)
 	gw := startScaleGateway(b, up, 2)
 	c := newScaleClient(b)
@@ -211,9 +217,15 @@ func BenchmarkBodySize(b *testing.B) {
 // small request direct to the upstream and through two gateways whose
 // provider has 1 and 1000 connections. It reports the median added time
 // over the direct call of each (add-1-µs, add-1000-µs) and their ratio
-// (target ≤ 1.10).
+// (target ≤ 1.10). In "quota" the upstream reports its rate limits
+// (x-ratelimit-*), which feeds the headroom order of the connections.
 func BenchmarkConnections(b *testing.B) {
-	up := startScaleUpstream(b)
+	b.Run("plain", func(b *testing.B) { benchConnections(b, false) })
+	b.Run("quota", func(b *testing.B) { benchConnections(b, true) })
+}
+
+func benchConnections(b *testing.B, quota bool) {
+	up := startScaleUpstream(b, quota)
 	gw1, gwN := startScaleGateway(b, up, 1), startScaleGateway(b, up, 1000)
 	c := newScaleClient(b)
 	direct, routed := scaleBody("bench-model", 300), scaleBody("bench/bench-model", 300)
