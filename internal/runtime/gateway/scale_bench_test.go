@@ -2,27 +2,21 @@ package gateway_test
 
 import (
 	"bytes"
-	"context"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/hashicorp/go-hclog"
 	"github.com/valyala/fasthttp"
-
-	"github.com/breakwater-dev/breakwater/internal/runtime/config"
-	"github.com/breakwater-dev/breakwater/internal/runtime/gateway"
 )
 
 // The benchmarks of this file measure how the gateway's cost grows with
 // the work (issue 18 §3): the request body's size and the number of
 // connections of the routed provider. Each compares, in the same run, the
-// gateway with a direct call to the same upstream (and, for bodies, with a
-// bare fasthttp reverse proxy and a copy of the body), interleaving the
+// gateway with a direct call to the same upstream (and, for bodies, with the
+// bare fasthttp reverse proxy of the floor benchmarks and a copy of the body), interleaving the
 // targets request by request so that drift on a shared machine hits them
 // alike. The upstream is a minimal fasthttp server over loopback that
 // reads the body and answers a fixed chat completion: what grows with the
@@ -65,22 +59,9 @@ func startScaleUpstream(b *testing.B, quota bool) string {
 	})
 }
 
-// startBareProxy runs the floor of one extra hop: a fasthttp reverse proxy
-// with one HostClient, no routing, no logging.
-func startBareProxy(b *testing.B, upstream string) string {
-	hc := &fasthttp.HostClient{Addr: upstream, MaxConns: 256}
-	return serveFast(b, func(ctx *fasthttp.RequestCtx) {
-		req := &ctx.Request
-		req.SetHost(upstream)
-		if err := hc.Do(req, &ctx.Response); err != nil {
-			ctx.Error(err.Error(), 502)
-		}
-	})
-}
-
 // startScaleGateway runs a gateway whose provider "bench" (kind openai)
-// has conns connections to upstream, at the default log level (info, the
-// access log on) with the output discarded.
+// has conns connections to upstream, configured as the binary is
+// (startBenchGateway).
 func startScaleGateway(b *testing.B, upstream string, conns int) string {
 	b.Helper()
 	var y strings.Builder
@@ -90,25 +71,7 @@ func startScaleGateway(b *testing.B, upstream string, conns int) string {
 	for i := range conns {
 		fmt.Fprintf(&y, "      - {id: conn-%d, api_key: bench-upstream-key-%d}\n", i+1, i+1)
 	}
-	cfg, err := config.Parse([]byte(y.String()), "bench.yaml")
-	if err != nil {
-		b.Fatalf("config: %v", err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Info, Output: io.Discard})
-	gw, err := gateway.Start(context.Background(), cfg, gateway.Options{Logger: log, Listener: ln, Version: "bench"})
-	if err != nil {
-		b.Fatalf("starting gateway: %v", err)
-	}
-	b.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = gw.Close(ctx)
-	})
-	return gw.Addr()
+	return startBenchGateway(b, y.String())
 }
 
 // scaleBody returns a chat request for model of size bytes, the user
@@ -168,7 +131,7 @@ func median(ds []time.Duration) float64 {
 // gw/bare (target ≤ 2: the gateway may add one more pass) and gw/clone.
 func BenchmarkBodySize(b *testing.B) {
 	up := startScaleUpstream(b, false)
-	bare := startBareProxy(b, up)
+	bare := startFloorBare(b, up)
 	gw := startScaleGateway(b, up, 2)
 	c := newScaleClient(b)
 	const small, large = 1 << 10, 1 << 20
