@@ -90,6 +90,10 @@ type Manager struct {
 
 	poolMu sync.Mutex
 	pools  map[string]*QuotaSharePool
+
+	// quotaShared counts the connections whose quota-share semaphore is
+	// on (shared.go).
+	quotaShared atomic.Int64
 }
 
 // NewManager returns a Manager using clock (nil = SystemClock()) with
@@ -176,9 +180,11 @@ func (m *Manager) RemoveConnection(provider, connection string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	key := connKey{provider, connection}
-	if _, ok := (*m.conns.Load())[key]; !ok {
+	c, ok := (*m.conns.Load())[key]
+	if !ok {
 		return
 	}
+	m.countQuotaShare(c.cfg.Load(), nil)
 	next := maps.Clone(*m.conns.Load())
 	delete(next, key)
 	m.conns.Store(&next)
@@ -294,6 +300,7 @@ func (m *Manager) rebuildLocked(c *conn) {
 		cfg.qs = true
 	}
 	c.share.setCap(qsCap)
+	m.countQuotaShare(c.cfg.Load(), cfg)
 	c.cfg.Store(cfg)
 	c.mu.Lock()
 	c.wakeAllLocked()

@@ -128,25 +128,14 @@ func (p *floorBare) handle(ctx *fasthttp.RequestCtx) {
 }
 
 // floorSetup is a mock upstream, a bare proxy and a gateway in front of
-// it, the gateway configured as the binary is by default: log level info,
-// the access line of every request written (to /dev/null, in batches as
-// the binary writes them to its output).
+// it, the gateway configured as the binary is by default
+// (startBenchGateway).
 type floorSetup struct {
 	mockAddr, bareAddr, gwAddr string
 }
 
 func startFloor(b *testing.B) *floorSetup {
 	b.Helper()
-	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = devnull.Close() })
-	mu := new(sync.Mutex)
-	access := accesslog.New(accesslog.Options{Output: devnull, Mutex: mu, Level: hclog.Info, Name: "breakwater.access",
-		FlushEvery: accesslog.DefaultFlushEvery})
-	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Info, Output: access.SharedOutput(), Mutex: mu})
-
 	m := mock.New(nil, hclog.NewNullLogger())
 	maddr, err := m.Start("127.0.0.1:0")
 	if err != nil {
@@ -158,8 +147,26 @@ func startFloor(b *testing.B) *floorSetup {
 		b.Fatal(err)
 	}
 	m.SetScript(script)
+	gw := startBenchGateway(b, strings.ReplaceAll(baseConfig, "MOCK_URL", "http://"+maddr))
+	return &floorSetup{mockAddr: maddr, bareAddr: startFloorBare(b, maddr), gwAddr: gw}
+}
 
-	cfg, err := config.Parse([]byte(strings.ReplaceAll(baseConfig, "MOCK_URL", "http://"+maddr)), "bench.yaml")
+// startBenchGateway starts a gateway on cfgYAML configured as the binary
+// is by default: log level info, the access line of every request written
+// (to /dev/null, in batches as the binary writes them to its output). It
+// returns the gateway's address.
+func startBenchGateway(b *testing.B, cfgYAML string) string {
+	b.Helper()
+	devnull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = devnull.Close() })
+	mu := new(sync.Mutex)
+	access := accesslog.New(accesslog.Options{Output: devnull, Mutex: mu, Level: hclog.Info, Name: "breakwater.access",
+		FlushEvery: accesslog.DefaultFlushEvery})
+	log := hclog.New(&hclog.LoggerOptions{Name: "breakwater", Level: hclog.Info, Output: access.SharedOutput(), Mutex: mu})
+	cfg, err := config.Parse([]byte(cfgYAML), "bench.yaml")
 	if err != nil {
 		b.Fatalf("config: %v", err)
 	}
@@ -176,7 +183,7 @@ func startFloor(b *testing.B) *floorSetup {
 		defer cancel()
 		_ = gw.Close(ctx)
 	})
-	return &floorSetup{mockAddr: maddr, bareAddr: startFloorBare(b, maddr), gwAddr: gw.Addr()}
+	return gw.Addr()
 }
 
 // floorFigures are one sub-benchmark's results, for the ratios.

@@ -369,14 +369,18 @@ func (e *Exchange) URL(base string, query []wire.Header) string {
 // request translated. A body that cannot be translated is the client's
 // error (a *wire.FieldError naming the field).
 func (e *Exchange) Request(b *Body, model string) ([]byte, error) {
+	s, err := e.Splice(b, model)
+	return s.Detached(), err // a stream may outlive the caller's buffer
+}
+
+// Splice is Request without the copy: the client body around the new
+// model value (aliasing b.Bytes), or the whole translated request.
+func (e *Exchange) Splice(b *Body, model string) (wire.Splice, error) {
 	if e.t != nil {
-		return e.t.request(b, model)
+		out, err := e.t.request(b, model)
+		return wire.Owned(out), err
 	}
-	out := b.Parsed.RewriteModel(b.Bytes, model)
-	if len(out) > 0 && &out[0] == &b.Bytes[0] {
-		out = append([]byte(nil), b.Bytes...) // a stream may outlive the caller's buffer
-	}
-	return out, nil
+	return b.Parsed.SpliceModel(b.Bytes, model), nil
 }
 
 // Answer is the gateway's own answer to a Local exchange's request.

@@ -45,7 +45,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		p.admissionRefused(x, cd, err)
 		return nil
 	}
-	out, err := ex.Request(x.clientBody(body, parsed), cd.Model)
+	out, err := ex.Splice(x.clientBody(body, parsed), cd.Model)
 	if err != nil {
 		x.bodyErr = wire.InvalidRequestFor(err, "body")
 		return nil
@@ -66,13 +66,14 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		defer ticket.Release()
 		return p.bufferedAttempt(ctx, x, cd, ex, out, route, tm)
 	}
+	detached := out.Detached() // the transport may read it after the handler returned
 	actx, cancelCtx := context.WithCancel(ctx)
 	cancel := func() { cancelCtx(); ticket.Release() }
 	t0 := time.Now()
 	var sent time.Time
 	var resp *http.Response
 	for try := 0; ; try++ {
-		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), bytes.NewReader(out))
+		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), bytes.NewReader(detached))
 		if err != nil {
 			cancel()
 			return p.fail(x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error",
@@ -149,7 +150,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 // deadline, then as long as the answer keeps arriving (never silent longer
 // than the idle timeout). The call cannot be cancelled once sent; its
 // timers bound it.
-func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, out []byte, route upstream.Route, tm *attemptTimers) *Result {
+func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, out wire.Splice, route upstream.Route, tm *attemptTimers) *Result {
 	if err := ctx.Err(); err != nil {
 		return p.fail(x, cancelled(ctx))
 	}

@@ -46,7 +46,7 @@ func (p *Proxy) emergency(ctx context.Context, x *state, parsed wire.Request, bo
 		if !ok {
 			continue
 		}
-		for _, cd := range servable(res.Candidates, x.format) {
+		for _, cd := range servableOf(res, x.format) {
 			if ex, excluded := p.eng.EmergencyCheck(cd.Provider.ID, cd.Connection.ID, cd.Model); excluded {
 				x.exclude(cd, ex)
 				continue

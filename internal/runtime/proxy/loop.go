@@ -177,7 +177,7 @@ func (p *Proxy) serve(ctx context.Context, x *state) *Result {
 		return p.fail(x, &wire.APIError{Status: 404, Type: "invalid_request_error", Code: "model_not_found", Param: "model",
 			Message: fmt.Sprintf("model %q is not served here; GET /v1/models lists the available models", wire.Clip(req.Parsed.Model))})
 	}
-	cands := servable(res.Candidates, x.format)
+	cands := servableOf(res, x.format)
 	if len(cands) == 0 {
 		return p.fail(x, wrongEndpoint(req.Parsed.Model, x.format))
 	}

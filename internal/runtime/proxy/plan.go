@@ -89,6 +89,17 @@ func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 	return &Routing{Topology: topo, routes: routes}
 }
 
+// servableOf is servable for a resolution: its candidates themselves (no
+// copy, whatever their number) when each of its providers serves f.
+func servableOf(res topology.Resolution, f wire.Format) []topology.Candidate {
+	for _, p := range res.Providers {
+		if p.Adapter.Exchange(f) == nil {
+			return servable(res.Candidates, f)
+		}
+	}
+	return res.Candidates
+}
+
 // servable keeps the candidates whose provider kind serves the client's
 // format (docs/compatibility.md: embeddings and legacy completions reach
 // OpenAI-kind providers only).
@@ -222,13 +233,13 @@ func (p *Proxy) order(ctx context.Context, x *state, cands []topology.Candidate)
 			}
 		}
 		cands = kept
-		moveFirst(cands, x.lease.lease.Connection)
+		cands = moveFirst(cands, x.lease.lease.Connection)
 	}
 	if ttl := p.eng.CurrentSettings().SessionAffinityTTLMS; ttl > 0 && x.req.Session != "" {
 		if ref, ok := p.pins.Get(ctx, x.req.Session); ok {
 			x.pinned = ref
 			if x.lease == nil {
-				moveFirst(cands, ref)
+				cands = moveFirst(cands, ref)
 			}
 		}
 	}
@@ -236,20 +247,32 @@ func (p *Proxy) order(ctx context.Context, x *state, cands []topology.Candidate)
 }
 
 // moveFirst moves the candidates on connection ref to the front, keeping
-// the order of the others.
-func moveFirst(cands []topology.Candidate, ref string) {
+// the order of the others. cands is not modified (it may be a shared
+// resolution): a reordered copy is returned when anything moved.
+func moveFirst(cands []topology.Candidate, ref string) []topology.Candidate {
 	if ref == "" {
-		return
+		return cands
 	}
+	var out []topology.Candidate
 	n := 0
 	for i := range cands {
-		if cands[i].Connection.Ref == ref {
-			cd := cands[i]
-			copy(cands[n+1:i+1], cands[n:i])
-			cands[n] = cd
-			n++
+		if cands[i].Connection.Ref != ref {
+			continue
 		}
+		if i != n {
+			if out == nil {
+				out = slices.Clone(cands)
+			}
+			cd := out[i]
+			copy(out[n+1:i+1], out[n:i])
+			out[n] = cd
+		}
+		n++
 	}
+	if out == nil {
+		return cands
+	}
+	return out
 }
 
 // affinityFailed unpins the session from a connection that failed, cooled
@@ -283,6 +306,9 @@ func (p *Proxy) affinitySucceeded(ctx context.Context, x *state, cd topology.Can
 // last but never dropped. Other runs keep their order. cands is not
 // modified; a reordered copy is returned when anything moved.
 func (p *Proxy) shareOrder(cands []topology.Candidate) []topology.Candidate {
+	if !p.adm.AnyQuotaShared() {
+		return cands // nothing to reorder, whatever the number of candidates
+	}
 	return reorderRuns(cands, func(run []topology.Candidate) []int {
 		if !p.anyShared(run) {
 			return nil
@@ -327,6 +353,9 @@ func reorderRuns(cands []topology.Candidate, order func(run []topology.Candidate
 // anyShared reports whether one of cands' connections is under
 // quota-share.
 func (p *Proxy) anyShared(cands []topology.Candidate) bool {
+	if !p.adm.AnyQuotaShared() {
+		return false // one counter, whatever the number of candidates
+	}
 	for _, cd := range cands {
 		if p.adm.QuotaShared(cd.Provider.ID, cd.Connection.ID) {
 			return true

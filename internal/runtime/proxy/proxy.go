@@ -44,6 +44,7 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/reqlog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // Options are the parts a Proxy is built from. Config, Topology, Engine
@@ -145,7 +146,7 @@ type Upstream interface {
 	// DoBuffered sends a request and reads the whole answer: its first
 	// byte within firstByte, then never silent longer than the idle
 	// timeout (non-streaming calls on routes it Buffers).
-	DoBuffered(method, url string, h http.Header, body []byte, r upstream.Route, firstByte time.Duration) (*upstream.Buffered, error)
+	DoBuffered(method, url string, h http.Header, body wire.Splice, r upstream.Route, firstByte time.Duration) (*upstream.Buffered, error)
 	// Buffers reports whether DoBuffered serves a route.
 	Buffers(r upstream.Route) bool
 	// Timeouts are the client's connect, first-byte and idle timeouts.

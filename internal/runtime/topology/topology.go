@@ -5,8 +5,10 @@ package topology
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
@@ -105,6 +107,11 @@ type Topology struct {
 	combos    map[string]*Combo
 	// Warnings are non-fatal remarks produced while building.
 	Warnings []string
+	// resolved holds each name's Resolution, built on its first Resolve:
+	// resolving a name then costs the same whatever the number of its
+	// candidates. Only names that resolve are kept, so it holds at most
+	// the configuration's addressable names.
+	resolved sync.Map // string → Resolution
 }
 
 // Build turns a validated configuration into a Topology. It rejects combo
@@ -264,7 +271,12 @@ func (t *Topology) Combo(name string) (*Combo, bool) {
 
 // Resolution is a client model name resolved to candidates.
 type Resolution struct {
+	// Candidates are shared by every request that resolves the name: read
+	// them, never write them (appending copies: their capacity is their
+	// length).
 	Candidates []Candidate
+	// Providers are the distinct providers of Candidates, in order.
+	Providers []*Provider
 	// Provider is set when the client addressed one provider explicitly
 	// ("provider/model").
 	Provider *Provider
@@ -275,8 +287,28 @@ type Resolution struct {
 // Resolve maps a client model name to its ordered candidates: a combo name
 // to its targets, "provider/model" to that provider's connections, and a
 // bare model to every provider listing it, in configuration order. It
-// reports false for an unknown model.
+// reports false for an unknown model. A name's Resolution is built once
+// and shared (see Resolution.Candidates).
 func (t *Topology) Resolve(name string) (Resolution, bool) {
+	if r, ok := t.resolved.Load(name); ok {
+		return r.(Resolution), true
+	}
+	r, ok := t.resolve(name)
+	if !ok {
+		return r, false
+	}
+	r.Candidates = r.Candidates[:len(r.Candidates):len(r.Candidates)]
+	for i, cd := range r.Candidates {
+		if i == 0 || cd.Provider != r.Candidates[i-1].Provider && !slices.Contains(r.Providers, cd.Provider) {
+			r.Providers = append(r.Providers, cd.Provider)
+		}
+	}
+	v, _ := t.resolved.LoadOrStore(name, r)
+	return v.(Resolution), true
+}
+
+// resolve builds the Resolution of name.
+func (t *Topology) resolve(name string) (Resolution, bool) {
 	if c, ok := t.combos[name]; ok {
 		var out []Candidate
 		for i := range c.Targets {

@@ -117,3 +117,34 @@ func TestEngineSpecsCarryCredentialDigests(t *testing.T) {
 		t.Errorf("max waits %v %v", k1.MaxWait, k2.MaxWait)
 	}
 }
+
+// TestResolveIsBuiltOnce: a name's candidates are built on its first
+// Resolve and shared after (the cost of resolving does not grow with the
+// connections), read-only: appending to them copies, and Providers lists
+// each provider of the candidates once, in order.
+func TestResolveIsBuiltOnce(t *testing.T) {
+	topo, err := Build(cfgWith(config.Combo{Name: "combo-a", Targets: []config.Target{{Model: "p2/shared"}, {Model: "p1/shared"}}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, providers := range map[string]string{"p1/m": "p1", "shared": "p1,p2", "combo-a": "p2,p1"} {
+		first, _ := topo.Resolve(name)
+		again, _ := topo.Resolve(name)
+		if &first.Candidates[0] != &again.Candidates[0] {
+			t.Errorf("%s: resolved twice", name)
+		}
+		if cap(first.Candidates) != len(first.Candidates) {
+			t.Errorf("%s: an append would write into the shared candidates", name)
+		}
+		var ids []string
+		for _, p := range first.Providers {
+			ids = append(ids, p.ID)
+		}
+		if strings.Join(ids, ",") != providers {
+			t.Errorf("%s: providers %v, want %s", name, ids, providers)
+		}
+	}
+	if _, ok := topo.Resolve("p1/nope"); ok {
+		t.Error("an unknown name resolved")
+	}
+}

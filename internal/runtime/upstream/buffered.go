@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // Buffered is a whole upstream answer read by DoBuffered.
@@ -196,7 +199,10 @@ func (c *phasedConn) Handshake() error {
 // decoded (bounded by MaxBodyBytes, Content-Encoding and Content-Length
 // removed), and oversized, malformed or undecodable answers fail with a
 // *ProtocolError. A call that cannot be sent fails with a *LocalError.
-func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Route, firstByte time.Duration) (*Buffered, error) {
+//
+// The body is written from its pieces, without a copy of the client's
+// bytes (setBody); it must stay valid until DoBuffered returns.
+func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r Route, firstByte time.Duration) (*Buffered, error) {
 	if err := CheckHeaders(h); err != nil {
 		return nil, err
 	}
@@ -215,7 +221,7 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body []byte, r Rout
 			req.Header.Add(k, v)
 		}
 	}
-	req.SetBodyRaw(body)
+	setBody(req, body)
 	if firstByte <= 0 {
 		firstByte = p.timeouts.FirstByte
 	}
@@ -270,4 +276,66 @@ func headerOf(rh *fasthttp.ResponseHeader) http.Header {
 		i++
 	})
 	return h
+}
+
+// copiedBody is the size up to which setBody copies a spliced body into
+// the request's own buffer: below it a copy costs less than writing the
+// pieces one by one.
+const copiedBody = 16 << 10
+
+// setBody makes body the request's body: a body of one piece is used as
+// is, a small spliced one is copied into the request's buffer, and a large
+// one is streamed from its pieces with its Content-Length, each piece
+// written straight to the connection.
+func setBody(req *fasthttp.Request, body wire.Splice) {
+	if b, ok := body.Single(); ok {
+		req.SetBodyRaw(b)
+		return
+	}
+	if body.Len() <= copiedBody {
+		for _, p := range body.Pieces() {
+			req.AppendBody(p)
+		}
+		return
+	}
+	req.SetBodyStream(&pieces{left: body.Pieces()}, body.Len())
+}
+
+// pieces reads a spliced body. fasthttp copies a body stream with
+// io.CopyBuffer, which prefers WriteTo: the pieces then reach the
+// connection's writer whole, and a large one bypasses its buffer.
+type pieces struct {
+	left [3][]byte // what is left to read of each piece
+}
+
+// WriteTo writes what is left of the body to w, piece by piece.
+func (p *pieces) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	for i := range p.left {
+		if len(p.left[i]) == 0 {
+			continue
+		}
+		m, err := w.Write(p.left[i])
+		n += int64(m)
+		p.left[i] = p.left[i][m:]
+		if err == nil && len(p.left[i]) > 0 {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// Read implements io.Reader for a caller that does not use WriteTo.
+func (p *pieces) Read(b []byte) (int, error) {
+	for i := range p.left {
+		if len(p.left[i]) > 0 {
+			n := copy(b, p.left[i])
+			p.left[i] = p.left[i][n:]
+			return n, nil
+		}
+	}
+	return 0, io.EOF
 }

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"io"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 	"github.com/valyala/fasthttp"
 )
 
@@ -84,7 +86,7 @@ func TestDoBufferedReadsTheWholeAnswerFromTheBoundAddress(t *testing.T) {
 	}
 	h := http.Header{}
 	h.Set("Authorization", "Bearer k")
-	b, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", h, []byte(`{}`), Route{LocalAddress: "127.0.0.4"}, 5*time.Second)
+	b, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", h, wire.Owned([]byte(`{}`)), Route{LocalAddress: "127.0.0.4"}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,5 +118,41 @@ func TestHeaderOf(t *testing.T) {
 	got.Add("Content-Type", "text/plain")
 	if got.Get("X-Ratelimit-Remaining-Requests") != "41" || got.Values("Content-Type")[0] != "application/json" {
 		t.Fatalf("adding a value changed another header: %v", got)
+	}
+}
+
+// TestDoBufferedWritesASplicedBody: a client body with its model replaced
+// reaches the upstream byte for byte with its Content-Length, whether it
+// is copied into the request (small) or written from its pieces (large),
+// and the client's body is left as it was.
+func TestDoBufferedWritesASplicedBody(t *testing.T) {
+	var got []byte
+	var length int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, _ = io.ReadAll(r.Body)
+		length = r.ContentLength
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	for _, size := range []int{100, copiedBody, copiedBody + 1, 3 << 20} {
+		body := []byte(`{"model":"prov/m","messages":[{"role":"user","content":"` + strings.Repeat("x", size) + `"}]}`)
+		orig := string(body)
+		r, err := wire.Parse(body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := r.RewriteModel(body, "upstream-model")
+		b, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", nil, r.SpliceModel(body, "upstream-model"), Route{}, 5*time.Second)
+		if err != nil || b.Status != 200 {
+			t.Fatalf("size %d: %v %+v", size, err, b)
+		}
+		if !bytes.Equal(got, want) || length != int64(len(want)) {
+			t.Fatalf("size %d: upstream read %d bytes (Content-Length %d), want %d", size, len(got), length, len(want))
+		}
+		if string(body) != orig {
+			t.Fatalf("size %d: the client's body changed", size)
+		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // both runs a POST through each client path of the pool (Do, the streaming
@@ -40,7 +41,7 @@ func both(t *testing.T, url string, h http.Header, body string, f func(t *testin
 		f(t, resp.StatusCode, resp.Header, b, err)
 	})
 	t.Run("DoBuffered", func(t *testing.T) {
-		b, err := p.DoBuffered(http.MethodPost, url, h, []byte(body), Route{}, 10*time.Second)
+		b, err := p.DoBuffered(http.MethodPost, url, h, wire.Owned([]byte(body)), Route{}, 10*time.Second)
 		if err != nil {
 			f(t, 0, nil, nil, err)
 			return

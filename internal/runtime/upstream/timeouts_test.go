@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // The client's timers on real sockets, scaled down: first byte 400 ms,
@@ -56,7 +58,7 @@ func slowAnswer(headersAfter time.Duration, n int, every time.Duration) http.Han
 func call(t *testing.T, p *Pool, path, url string, lim Limits) (string, error) {
 	t.Helper()
 	if path == "DoBuffered" {
-		b, err := p.DoBuffered(http.MethodPost, url, nil, []byte(`{}`), Route{}, lim.FirstByte)
+		b, err := p.DoBuffered(http.MethodPost, url, nil, wire.Owned([]byte(`{}`)), Route{}, lim.FirstByte)
 		if err != nil {
 			return "", err
 		}

@@ -20,6 +20,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // Upstream serves upstream calls with an http.Handler in memory. It is
@@ -137,14 +138,14 @@ func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) 
 // timeout), then never a silence longer than the idle timeout between two
 // writes. A handler cut by a timer is cancelled and the call fails with
 // an *upstream.TimeoutError.
-func (u *Upstream) DoBuffered(method, url string, h http.Header, b []byte, _ upstream.Route, firstByte time.Duration) (*upstream.Buffered, error) {
+func (u *Upstream) DoBuffered(method, url string, h http.Header, b wire.Splice, _ upstream.Route, firstByte time.Duration) (*upstream.Buffered, error) {
 	if err := upstream.CheckHeaders(h); err != nil {
 		return nil, err
 	}
 	u.calls.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b))
+	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b.AppendTo(nil)))
 	if err != nil {
 		return nil, fmt.Errorf("upstreamtest: %w", err)
 	}

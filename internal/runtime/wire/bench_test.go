@@ -2,6 +2,8 @@ package wire
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -25,17 +27,52 @@ func chatBody(size int) []byte {
 
 // BenchmarkParseBody reads the routing fields of 1 KB, 100 KB and 1 MB
 // bodies: the cost that grows with the body (validation and the walk to
-// the routing keys).
+// the routing keys). The plain bodies are one long message of plain words
+// (the bench harness's padded body).
 func BenchmarkParseBody(b *testing.B) {
+	const words = "the quick brown fox jumps over the lazy dog "
+	bodies := map[string][]byte{}
 	for _, size := range []int{1 << 10, 100 << 10, 1 << 20} {
-		body := chatBody(size)
-		b.Run(fmt.Sprintf("%dKB", size>>10), func(b *testing.B) {
+		bodies[fmt.Sprintf("%dKB", size>>10)] = chatBody(size)
+		bodies[fmt.Sprintf("plain/%dKB", size>>10)] = []byte(`{"model":"bench/bench-model","messages":[{"role":"user","content":"` +
+			strings.Repeat(words, size/len(words)) + `"}]}`)
+	}
+	for _, name := range slices.Sorted(maps.Keys(bodies)) {
+		body := bodies[name]
+		b.Run(name, func(b *testing.B) {
 			b.SetBytes(int64(len(body)))
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := Parse(body); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkSpliceModel is the model rewrite of a same-format route on 1 KB
+// and 1 MB bodies: the splice (no copy) against the rewrite into a new
+// body.
+func BenchmarkSpliceModel(b *testing.B) {
+	for _, size := range []int{1 << 10, 1 << 20} {
+		body := chatBody(size)
+		r, err := Parse(body)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("splice/%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = r.SpliceModel(body, "gpt-4o-mini")
+			}
+		})
+		b.Run(fmt.Sprintf("rewrite/%dKB", size>>10), func(b *testing.B) {
+			b.SetBytes(int64(len(body)))
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = r.RewriteModel(body, "gpt-4o-mini")
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -30,6 +31,8 @@ func FuzzParse(f *testing.F) {
 		`{"model":3,"messages":[`, `{"model":"m","messages":[1]}x`, `{"model":"m","messages":[-01]}`,
 		`{"model":"m","messages":["\x"]}`, `{"model":"m","messages":[1.5e+3,-0.0,"\u00e9"]} `,
 		`{"model":"m",,"messages":[1]}`, `{"model":"m","messages":[1,]}`, `{"model":"m","messages":[{"a":tru}]}`,
+		`{"model":"m","messages":["` + strings.Repeat("plain words ", 30) + `\n\"` + strings.Repeat("x", 200) + "\x01" + `"]}`,
+		`{"model":"m","messages":["` + strings.Repeat("é plain ", 300) + `"],"stream":true}`,
 	} {
 		f.Add([]byte(s))
 	}

@@ -415,16 +415,13 @@ func printable(s string) bool {
 	return true
 }
 
-// RewriteModel returns body with the model value replaced by model. The
-// original body is not modified. Parse must have returned r for body.
+// RewriteModel returns body with the model value replaced by model, in a
+// copy (body itself when the model is unchanged). The original body is not
+// modified. Parse must have returned r for body.
 func (r Request) RewriteModel(body []byte, model string) []byte {
-	if model == r.Model {
-		return body
+	s := r.SpliceModel(body, model)
+	if b, ok := s.Single(); ok {
+		return b
 	}
-	q, _ := json.Marshal(model)
-	out := make([]byte, 0, len(body)-(r.modelEnd-r.modelStart)+len(q))
-	out = append(out, body[:r.modelStart]...)
-	out = append(out, q...)
-	out = append(out, body[r.modelEnd:]...)
-	return out
+	return s.AppendTo(make([]byte, 0, s.Len()))
 }

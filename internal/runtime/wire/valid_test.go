@@ -70,3 +70,35 @@ func TestFieldErrorsWaitForTheWholeBody(t *testing.T) {
 		}
 	}
 }
+
+// TestLongStringsAgreeWithEncodingJSON: long runs of plain string content
+// go through plainRun; a quote, an escape, a bad escape, a control byte or
+// non-ASCII text at any distance from where the run starts, from the
+// 32-byte blocks' edges and from the window's, is read as encoding/json
+// reads it (and a string that never ends is refused).
+func TestLongStringsAgreeWithEncodingJSON(t *testing.T) {
+	inserts := []string{`"`, `\"`, `\\`, `\n`, `\u00e9`, `\x`, `\u12`, "\x01", "\x1f", "\x7f", "é", "\xff", `"]},"x":"`}
+	for _, n := range []int{100, 127, 128, 129, 160, 161, 2047, 2048, 2049, 2200, 4096 + 129, 5000} {
+		for _, at := range []int{0, 1, 7, 8, 31, 32, 33, 120, 121, 127, 128, 129, 136, 159, 160, 161, 191, 192, 2047, 2048, 2049, 2176, 2177, 4224, n - 1} {
+			if at >= n {
+				continue
+			}
+			for _, ins := range inserts {
+				content := strings.Repeat("a", at) + ins + strings.Repeat("b", n-at)
+				for _, body := range []string{
+					`{"model":"m","messages":["` + content + `"]}`,
+					`{"model":"m","messages":["` + content, // never ends
+				} {
+					b := []byte(body)
+					if got, want := Valid(b), json.Valid(b); got != want {
+						t.Fatalf("len %d, %q at %d: Valid %v, json.Valid %v", n, ins, at, got, want)
+					}
+					_, err := Parse(b)
+					if (err == nil) != json.Valid(b) {
+						t.Fatalf("len %d, %q at %d: Parse %v, json.Valid %v", n, ins, at, err, json.Valid(b))
+					}
+				}
+			}
+		}
+	}
+}
