@@ -5,9 +5,6 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
@@ -29,7 +26,10 @@ func (p *Proxy) observeRateLimit(x *state, cd topology.Candidate, h http.Header)
 	lh := lowerHeaders(h)
 	now := p.clock.Now()
 	if q, ok := strategy.ParseQuotaHeaders(lh, now); ok {
-		p.headroom.observe(cd.Connection.Ref, q)
+		cd.Connection.Reported.Store(&q)
+		if !p.reported.Load() {
+			p.reported.Store(true)
+		}
 		if cd.Combo != nil {
 			p.signals.ObserveQuota(x.rt.routes[cd.Combo].targets[cd.Target].Key, q)
 		}
@@ -71,36 +71,11 @@ func hasSuffixFold(s, suffix string) bool {
 	return len(s) >= len(suffix) && strings.EqualFold(s[len(s)-len(suffix):], suffix)
 }
 
-// headroomBook holds, per connection (by ref), the quota its upstream last
-// reported, on this instance. The zero value is empty and ready; an empty
-// book is read with one atomic load.
-type headroomBook struct {
-	n  atomic.Int32 // len(m)
-	mu sync.RWMutex
-	m  map[string]strategy.Quota
-}
-
-func (b *headroomBook) observe(ref string, q strategy.Quota) {
-	b.mu.Lock()
-	if b.m == nil {
-		b.m = make(map[string]strategy.Quota)
-	}
-	b.m[ref] = q
-	b.n.Store(int32(len(b.m)))
-	b.mu.Unlock()
-}
-
-// headroom is the share of its quota the connection has left at now (see
-// strategy.Quota.Headroom); 1 for a connection that reported nothing.
-func (b *headroomBook) headroom(ref string, now time.Time) float64 {
-	b.mu.RLock()
-	q, ok := b.m[ref]
-	b.mu.RUnlock()
-	if !ok {
-		return 1
-	}
-	return q.Headroom(now)
-}
+// fullHeadroomSort is the largest run of connections headroomOrder sorts
+// whole; in a larger run only the connection with the most quota left
+// moves first, so that the order costs one pass however many connections
+// a provider has.
+const fullHeadroomSort = 32
 
 // headroomOrder spreads each target's load over its connections (setting
 // connection_order "headroom", the default): within each run of
@@ -108,21 +83,32 @@ func (b *headroomBook) headroom(ref string, now time.Time) float64 {
 // connection whose upstream reported the most quota left goes first; one
 // that reported nothing counts as full, and ties keep the configured
 // order, so connections whose upstream sends no rate-limit headers keep
-// it. Runs under quota-share (§5, shareOrder) keep their order. cands is
-// not modified; a reordered copy is returned when anything moved.
+// it. In a run of up to fullHeadroomSort connections the others follow
+// by headroom too, in a larger one in configured order. Runs under
+// quota-share (§5, shareOrder) keep their order. cands is not modified; a
+// reordered copy is returned when anything moved.
 func (p *Proxy) headroomOrder(cands []topology.Candidate) []topology.Candidate {
-	if p.headroom.n.Load() == 0 || len(cands) < 2 || p.eng.CurrentSettings().ConnectionOrder != engine.ConnectionOrderHeadroom {
+	if !p.reported.Load() || len(cands) < 2 || p.eng.CurrentSettings().ConnectionOrder != engine.ConnectionOrderHeadroom {
 		return cands
 	}
 	now := p.clock.Now()
+	roomOf := func(cd topology.Candidate) float64 {
+		if q := cd.Connection.Reported.Load(); q != nil {
+			return q.Headroom(now)
+		}
+		return 1 // nothing reported: full
+	}
 	return reorderRuns(cands, func(run []topology.Candidate) []int {
 		if p.anyShared(run) {
 			return nil
 		}
+		if len(run) > fullHeadroomSort {
+			return bestFirst(run, roomOf)
+		}
 		room := make([]float64, len(run))
 		sorted := true
 		for k := range room {
-			room[k] = p.headroom.headroom(run[k].Connection.Ref, now)
+			room[k] = roomOf(run[k])
 			sorted = sorted && (k == 0 || room[k] <= room[k-1])
 		}
 		if sorted {
@@ -135,4 +121,27 @@ func (p *Proxy) headroomOrder(cands []topology.Candidate) []topology.Candidate {
 		slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(room[b], room[a]) })
 		return idx
 	})
+}
+
+// bestFirst returns the order of run that moves its first connection of
+// the most room first and keeps the others in their order, or nil when
+// that is the first already.
+func bestFirst(run []topology.Candidate, room func(topology.Candidate) float64) []int {
+	best, most := 0, room(run[0])
+	for k := 1; k < len(run); k++ {
+		if r := room(run[k]); r > most {
+			best, most = k, r
+		}
+	}
+	if best == 0 {
+		return nil
+	}
+	idx := make([]int, 0, len(run))
+	idx = append(idx, best)
+	for k := range run {
+		if k != best {
+			idx = append(idx, k)
+		}
+	}
+	return idx
 }

@@ -1,8 +1,11 @@
 package proxy
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 )
 
 func TestHasRateLimitHeaders(t *testing.T) {
@@ -35,5 +38,25 @@ func BenchmarkHasRateLimitHeaders(b *testing.B) {
 		if hasRateLimitHeaders(h) {
 			b.Fatal("found one")
 		}
+	}
+}
+
+// In a run larger than fullHeadroomSort the first connection with the
+// most room moves first and the others keep their configured order.
+func TestBestFirst(t *testing.T) {
+	run := make([]topology.Candidate, 40)
+	rooms := map[*topology.Connection]float64{}
+	for k := range run {
+		run[k].Connection = &topology.Connection{ID: fmt.Sprint(k)}
+		rooms[run[k].Connection] = 0.5
+	}
+	room := func(cd topology.Candidate) float64 { return rooms[cd.Connection] }
+	if got := bestFirst(run, room); got != nil {
+		t.Fatalf("all equal: %v, want nil (configured order)", got)
+	}
+	rooms[run[7].Connection], rooms[run[30].Connection] = 0.9, 0.9
+	got := bestFirst(run, room)
+	if len(got) != len(run) || got[0] != 7 || got[1] != 0 || got[7] != 6 || got[8] != 8 || got[39] != 39 {
+		t.Fatalf("order %v, want 7 first (the first of the most room), then 0..6, 8..39", got)
 	}
 }

@@ -121,8 +121,10 @@ type Proxy struct {
 	wall       *usagewall.Wall
 	signals    *strategy.Signals
 	stratState *strategy.StateStore
-	// headroom is each connection's last reported quota (plan_pace.go).
-	headroom headroomBook
+	// reported is set once any upstream answer reported its quota
+	// (topology.Connection.Reported); until then the headroom order
+	// costs one load (plan_pace.go).
+	reported atomic.Bool
 	routing  atomic.Pointer[Routing]
 	// leasesInUse is true when some client key may hold session leases;
 	// only then do unleased requests check lease holders.

@@ -9,9 +9,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
 )
@@ -51,6 +53,11 @@ type Connection struct {
 	// subscription connection into the usage-wall handling of §2b.
 	LowPriorityMode, AutoLimitReset bool
 	OrganizationUUID                string
+	// Reported is the quota the connection's upstream last reported to
+	// this instance (x-ratelimit-* headers), nil until the first report;
+	// the request loop writes it and reads it for the headroom order. A
+	// rebuilt topology starts without reports.
+	Reported atomic.Pointer[strategy.Quota]
 }
 
 // Candidate is one upstream attempt a request may make.
