@@ -242,6 +242,7 @@ type Stream struct {
 	finished     bool // Translator.Finish emitted
 	fail         *Failure
 	out          []byte // client bytes not yet written
+	pulled       bool   // Next has handed out the primed prefix
 
 	usage    usageAcc
 	res      Result
@@ -326,8 +327,69 @@ func (s *Stream) Empty() bool {
 //     cancelled at once.
 //
 // The attempt is cancelled and closed before Run returns. Call Run at most
-// once; a later call (or a call after Close) returns without writing.
+// once; a later call (or a call after Close) returns without writing. Run
+// is Next and End driven by a writer; a caller whose writer pulls (an
+// io.Reader handed to the HTTP server) calls those itself.
 func (s *Stream) Run(w *bufio.Writer) Result {
+	if s.ran || s.released {
+		return s.End(true)
+	}
+	gone := false
+	for {
+		b, more := s.Next()
+		if !write(w, b) {
+			gone = true
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	return s.End(gone)
+}
+
+// write writes b to w and flushes it; false means the client is gone.
+func write(w *bufio.Writer, b []byte) bool {
+	if len(b) > 0 {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+	}
+	return w.Flush() == nil
+}
+
+// Next relays the stream up to the next client bytes and returns them:
+// first the prefix Prime buffered, then the bytes of each upstream event
+// that produced some, and at the end the closing events or the terminal
+// error event. The bytes are valid until the next call; the caller writes
+// and flushes them before calling again. more is false once the stream
+// has ended (b then holds its last bytes, possibly none): the caller
+// writes them and calls End. Next blocks for upstream events under every
+// watchdog, in the calling goroutine.
+func (s *Stream) Next() (b []byte, more bool) {
+	if s.ran || s.released {
+		return nil, false
+	}
+	if s.pulled {
+		s.out = s.out[:0] // the caller is done with the previous bytes
+	} else {
+		s.pulled = true
+		if len(s.out) > 0 || s.over() {
+			return s.out, !s.over()
+		}
+	}
+	for len(s.out) == 0 && !s.over() {
+		s.wait()
+	}
+	return s.out, !s.over()
+}
+
+// End ends the stream relayed with Next and returns its Result; gone
+// reports that the client could not be written to (or that the caller
+// stops before Next reported the end). The attempt is cancelled and
+// closed before End returns. Calls after the first (or after Run) return
+// the first Result; after Close, EndClientGone.
+func (s *Stream) End(gone bool) Result {
 	if s.ran || s.released {
 		if !s.ran {
 			s.res.End = EndClientGone
@@ -336,23 +398,11 @@ func (s *Stream) Run(w *bufio.Writer) Result {
 		return s.res
 	}
 	s.ran = true
-	gone := !s.flush(w)
-	for !gone && !s.over() {
-		s.wait()
-		if len(s.out) > 0 {
-			gone = !s.flush(w)
-		}
-	}
 	switch {
 	case s.fail != nil:
-		// The terminal error event was appended by fail; write it if the
-		// client is still there.
-		if !gone {
-			s.flush(w)
-		}
 		s.res.End = EndFailed
 		s.res.Failure = s.fail
-	case gone:
+	case gone || !s.ended:
 		s.res.End = EndClientGone
 	default:
 		s.res.End = EndComplete
@@ -374,19 +424,6 @@ func (s *Stream) now() time.Time { return s.clock() }
 
 // over reports whether the stream has ended, one way or the other.
 func (s *Stream) over() bool { return s.fail != nil || s.ended }
-
-// flush writes the pending client bytes and flushes w; false means the
-// client is gone.
-func (s *Stream) flush(w *bufio.Writer) bool {
-	if len(s.out) > 0 {
-		_, err := w.Write(s.out)
-		s.out = s.out[:0]
-		if err != nil {
-			return false
-		}
-	}
-	return w.Flush() == nil
-}
 
 // wait checks the timers, then takes the next upstream event, blocking
 // for it, the timer or the context when none is queued, and handles what
