@@ -235,6 +235,9 @@ type Stream struct {
 	// armedAt is the deadline the alarm is armed for (zero: disarmed).
 	armedAt time.Time
 	stopCtx func() bool
+	// blocking: wait is about to read the next event (tests' onBlock is
+	// told at its first read).
+	blocking bool
 
 	events    frames.Reader
 	stall     watchdog.Stall
@@ -303,7 +306,7 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 		lastEvent:    now,
 		firstContent: cfg.CommitPoint == CommitFirstContent,
 	}
-	s.r = sse.NewReader(a.Body)
+	s.r = sse.NewReader(upstreamBody{s})
 	s.mu.Lock()
 	s.al = newAlarm(clk, cfg.newTimer, &s.mu, s.alarm)
 	s.stopCtx = context.AfterFunc(ctx, s.ctxDone)
@@ -454,41 +457,59 @@ func (s *Stream) over() bool { return s.fail != nil || s.ended }
 // held and returns with it held; the lock is let go during the read,
 // which the alarm or the context's end may fail by ending the attempt.
 func (s *Stream) wait() {
-	if !s.ready() {
+	now := s.now()
+	s.checkTimers(now)
+	if s.over() {
 		return
 	}
-	// An idle stream parks here: in a shallow frame, so that the
-	// goroutine's stack can shrink back while it waits.
+	if s.ctx.Err() != nil {
+		s.cancelled()
+		return
+	}
+	// An idle stream parks in Await: in a shallow frame, so that the
+	// goroutine's stack can shrink back while it waits. Before a read
+	// that may block, the reader arms the alarm (upstreamBody).
+	s.blocking = true
 	s.mu.Unlock()
 	s.r.Await()
 	s.step()
 }
 
-// step reads the next event (at once when wait awaited it) and, with
+// upstreamBody is the attempt's body as the stream's sse.Reader reads it:
+// the reader reads only when it has no whole event buffered, and before
+// such a read, which may block, the alarm is armed at the nearest
+// deadline. Events already buffered are handled without touching the
+// alarm.
+type upstreamBody struct{ s *Stream }
+
+// Read implements io.Reader.
+func (u upstreamBody) Read(p []byte) (int, error) {
+	s := u.s
+	s.mu.Lock()
+	over := s.over() || s.released
+	if !over {
+		s.arm(s.now())
+		if s.blocking && s.cfg.onBlock != nil {
+			s.cfg.onBlock() // once per wait, not per read of a partial event
+		}
+		s.blocking = false
+	}
+	s.mu.Unlock()
+	if over {
+		return 0, errEnded
+	}
+	return s.a.Body.Read(p)
+}
+
+// errEnded is what a read returns once the stream has ended.
+var errEnded = errors.New("relay: the stream has ended")
+
+// step reads the next event (at once when Await brought it in) and, with
 // s.mu taken again, handles what the read returned.
 func (s *Stream) step() {
 	ev, err := s.r.Next()
 	s.mu.Lock()
 	s.got(ev, err)
-}
-
-// ready applies the timer rules, then arms the alarm at the nearest
-// deadline; false means the stream is over.
-func (s *Stream) ready() bool {
-	now := s.now()
-	s.checkTimers(now)
-	if s.over() {
-		return false
-	}
-	if s.ctx.Err() != nil {
-		s.cancelled()
-		return false
-	}
-	s.arm(now)
-	if s.cfg.onBlock != nil {
-		s.cfg.onBlock()
-	}
-	return true
 }
 
 // got handles what a read returned.

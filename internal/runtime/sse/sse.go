@@ -22,7 +22,7 @@ const (
 	// MaxEventSize bounds one event, every line and terminator included.
 	MaxEventSize = 8 << 20
 
-	initialBufSize = 2 << 10
+	initialBufSize = 512
 	maxNames       = 64
 )
 
