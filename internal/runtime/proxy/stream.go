@@ -38,9 +38,14 @@ type Stream struct {
 // the request. It returns how the stream ended. Calls after the first do
 // nothing and report relay.EndClientGone.
 func (st *Stream) Run(w *bufio.Writer) relay.End {
+	return st.end(func() relay.Result { return st.s.Run(w) })
+}
+
+// end ends the relay with ended and finalises the request, once.
+func (st *Stream) end(ended func() relay.Result) relay.End {
 	end := relay.EndClientGone
 	st.once.Do(func() {
-		res := st.s.Run(w)
+		res := ended()
 		st.finalise(res)
 		end = res.End
 	})
@@ -59,13 +64,7 @@ func (st *Stream) Next() (b []byte, more bool) { return st.s.Next() }
 // ended. Calls after the first, or after Run or Close, do nothing and
 // report relay.EndClientGone.
 func (st *Stream) End(gone bool) relay.End {
-	end := relay.EndClientGone
-	st.once.Do(func() {
-		res := st.s.End(gone)
-		st.finalise(res)
-		end = res.End
-	})
-	return end
+	return st.end(func() relay.Result { return st.s.End(gone) })
 }
 
 // Close abandons a stream that was never Run, finalising it as a client
