@@ -60,14 +60,20 @@ func (c *clockTimer) Stop() {
 
 // alarm runs a function when the stream's nearest deadline passes. On the
 // system's timers it is a time.AfterFunc: no goroutine waits while a stream
-// idles. On another clock (a fake clock in tests) or with a test's timer,
-// a goroutine waits on the timer's channel until close; join waits for it.
-// reset and stop are called with mu held; C is read under mu.
+// idles. On a clock with timers of its own (a fake clock in tests), or
+// with a test's timer, a goroutine waits on the timer's channel until
+// close; join waits for it. Which one is decided at the first reset, by
+// the first timer the clock makes (so no timer is made before the stream
+// needs one). reset, stop and close are called with mu held; the
+// goroutine reads C under mu.
 type alarm struct {
-	af *time.Timer // system clock
+	clock admission.Clock
+	fire  func()
+	mu    *sync.Mutex
 
-	t    timer // other clocks
-	mu   *sync.Mutex
+	af *time.Timer // system timers
+
+	t    timer         // other timers
 	kick chan struct{} // the timer was re-armed: read its channel again
 	quit chan struct{}
 	done chan struct{}
@@ -76,71 +82,67 @@ type alarm struct {
 // newAlarm returns the alarm that runs fire, disarmed. newTimer, when
 // set (tests), makes the timer instead of c.
 func newAlarm(c admission.Clock, newTimer func() timer, mu *sync.Mutex, fire func()) *alarm {
-	if newTimer == nil && systemTimers(c) {
-		t := time.AfterFunc(time.Hour, fire)
-		t.Stop()
-		return &alarm{af: t}
-	}
-	a := &alarm{mu: mu, kick: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{})}
+	a := &alarm{clock: c, fire: fire, mu: mu}
 	if newTimer != nil {
-		a.t = newTimer()
-	} else {
-		a.t = newClockTimer(c)
+		a.wait(newTimer())
 	}
-	go a.wait(fire)
 	return a
 }
 
-// systemTimers reports whether c's timers are the system's (the system
-// clock, or a clock that tells another time but makes system timers):
-// then time.AfterFunc armed with the same durations fires when they would.
-func systemTimers(c admission.Clock) bool {
-	if c == admission.SystemClock() {
-		return true
-	}
-	t := c.NewTimer(time.Hour)
-	defer t.Stop()
-	_, ok := t.(interface{ Reset(time.Duration) bool })
-	return ok
-}
-
-// wait runs fire each time the timer fires, until close.
-func (a *alarm) wait(fire func()) {
-	defer close(a.done)
-	for {
-		a.mu.Lock()
-		c := a.t.C()
-		a.mu.Unlock()
-		select {
-		case <-c:
-			fire()
-		case <-a.kick:
-		case <-a.quit:
-			return
+// wait starts the goroutine that runs fire each time t fires.
+func (a *alarm) wait(t timer) {
+	a.t = t
+	a.kick, a.quit, a.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(a.done)
+		for {
+			a.mu.Lock()
+			c := a.t.C()
+			a.mu.Unlock()
+			select {
+			case <-c:
+				a.fire()
+			case <-a.kick:
+			case <-a.quit:
+				return
+			}
 		}
-	}
+	}()
 }
 
 // reset arms the alarm to fire after d.
 func (a *alarm) reset(d time.Duration) {
-	if a.af != nil {
+	switch {
+	case a.af != nil:
 		a.af.Reset(d)
-		return
-	}
-	a.t.Reset(d)
-	select {
-	case a.kick <- struct{}{}:
+	case a.t != nil:
+		a.t.Reset(d)
+		select {
+		case a.kick <- struct{}{}:
+		default:
+		}
 	default:
+		// The first arming: the clock's first timer tells what its timers
+		// are. A system timer (re-armable in place) gives way to a
+		// time.AfterFunc armed the same.
+		t := a.clock.NewTimer(d)
+		if _, ok := t.(interface{ Reset(time.Duration) bool }); ok {
+			t.Stop()
+			a.af = time.AfterFunc(d, a.fire)
+			return
+		}
+		a.wait(&clockTimer{clock: a.clock, t: t, armed: true})
 	}
 }
 
 // stop disarms the alarm.
 func (a *alarm) stop() {
-	if a.af != nil {
+	switch {
+	case a.af != nil:
 		a.af.Stop()
-		return
+	case a.t != nil:
+		a.t.Stop()
 	}
-	a.t.Stop()
 }
 
 // close ends the alarm's goroutine, if it has one.
