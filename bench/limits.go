@@ -11,8 +11,9 @@ import (
 const wantFiles = 1 << 20
 
 // raiseFileLimit raises this process's open-file limit (inherited by the
-// mock, the bare proxy and the gateways) as far as it may go, and returns
-// a note for the report when it stays below wantFiles.
+// mock, the bare proxy and the gateways) as far as it may go — the hard
+// limit too, when the process holds CAP_SYS_RESOURCE (root usually does) —
+// and returns a note for the report when it stays below wantFiles.
 func raiseFileLimit() string {
 	var lim syscall.Rlimit
 	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
@@ -30,7 +31,7 @@ func raiseFileLimit() string {
 		return fmt.Sprintf("the open-file limit stays at %d: %v (the slow-stream rows run with at most (limit − 200) / 2 streams)", lim.Cur, err)
 	}
 	if lim.Max < wantFiles {
-		return fmt.Sprintf("the open-file limit could only be raised to %d (the hard limit, which this process may not raise): the slow-stream rows run with at most (limit − 200) / 2 streams", lim.Max)
+		return fmt.Sprintf("the open-file limit could only be raised to %d (the hard limit: raising it takes CAP_SYS_RESOURCE, which this process does not hold, even as root in a container without it): the slow-stream rows run with at most (limit − 200) / 2 streams", lim.Max)
 	}
 	return ""
 }

@@ -19,7 +19,8 @@ import (
 // request is finalised exactly once: the outcome recorded (a success, the
 // failure after commit, or nothing for a client that went away), the
 // admission ticket released, the affinity session pinned, the strategy
-// told, and the access line and metrics written.
+// told, and the access line and metrics written. A caller whose writer
+// pulls the body calls Next until the end, then End, instead of Run.
 type Stream struct {
 	p      *Proxy
 	x      *state
@@ -37,13 +38,33 @@ type Stream struct {
 // the request. It returns how the stream ended. Calls after the first do
 // nothing and report relay.EndClientGone.
 func (st *Stream) Run(w *bufio.Writer) relay.End {
+	return st.end(func() relay.Result { return st.s.Run(w) })
+}
+
+// end ends the relay with ended and finalises the request, once.
+func (st *Stream) end(ended func() relay.Result) relay.End {
 	end := relay.EndClientGone
 	st.once.Do(func() {
-		res := st.s.Run(w)
+		res := ended()
 		st.finalise(res)
 		end = res.End
 	})
 	return end
+}
+
+// Next relays the stream up to the next client bytes (relay.Stream.Next):
+// for a caller whose writer pulls the body, in place of Run. The bytes are
+// valid until the next call; more is false once the stream has ended.
+// After Next reports the end, or when the client could not be written to,
+// the caller calls End.
+func (st *Stream) Next() (b []byte, more bool) { return st.s.Next() }
+
+// End finalises a stream relayed with Next, once (gone: the client could
+// not be written to, or the caller stopped early), and returns how it
+// ended. Calls after the first, or after Run or Close, do nothing and
+// report relay.EndClientGone.
+func (st *Stream) End(gone bool) relay.End {
+	return st.end(func() relay.Result { return st.s.End(gone) })
 }
 
 // Close abandons a stream that was never Run, finalising it as a client

@@ -11,7 +11,9 @@
 // returned as a *Failure with Committed false: nothing was sent, so the
 // caller records the outcome and fails over to the next target
 // transparently. Run then writes the buffered prefix and relays the rest,
-// flushing after each event. After the commit point a stream is never
+// flushing after each event; a caller whose writer pulls the body (the
+// HTTP server reads it as the response body) calls Next for each piece of
+// client bytes and End once, instead. After the commit point a stream is never
 // replayed: a failure ends it with one well-formed terminal error event in
 // the client's wire format (no [DONE] or message_stop after it).
 //
@@ -49,17 +51,23 @@
 //
 // # Timers
 //
-// One reader goroutine per attempt reads events and hands them over a
-// channel; the relaying goroutine waits on that channel and one timer armed
-// at the nearest deadline (stall, throughput, idle, hard deadline), so every
-// watchdog fires even when the upstream sends nothing. The timer is the
-// Config.Clock's, so a test drives a stream of many minutes with a fake
-// clock. On any end the
-// attempt is cancelled (Attempt.Cancel), its body closed, and the reader
-// goroutine joined before Prime, Run or Close returns: no goroutine
-// outlives the stream. The idle timeout is reset by every event, keep-alives
-// included (it detects a dead connection); keep-alives reset neither
-// watchdog.
+// A stream costs no goroutine of its own: the goroutine that calls Prime,
+// then Next (or Run), reads the upstream events itself. Before a read that
+// may block it arms one alarm at the nearest deadline (stall, throughput,
+// idle, hard deadline); on the system's timers the alarm is a
+// time.AfterFunc, so nothing waits while a stream idles. When the alarm
+// fires, the timer rules are applied: a rule that ends the stream ends the
+// attempt (Attempt.Cancel, Body.Close), which fails the read in progress;
+// otherwise the alarm is re-armed. The end of the context passed to Prime
+// ends the attempt the same way. So every watchdog fires even when the
+// upstream sends nothing. The alarm follows Config.Clock, so a test drives
+// a stream of many minutes with a fake clock (a clock with timers of its
+// own gets one goroutine that waits on them). An idle stream waits in a
+// shallow frame (sse.Reader.Await), so the stack of the goroutine parked
+// on it can shrink back. On any end the attempt is cancelled and its body
+// closed before Prime, End, Run or Close returns: nothing outlives the
+// stream. The idle timeout is reset by every event, keep-alives included
+// (it detects a dead connection); keep-alives reset neither watchdog.
 //
 // # Finalisation
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
@@ -216,16 +217,27 @@ func (r Result) Empty() bool {
 }
 
 // Stream is a primed attempt, committed to the client and ready to Run.
-// It is not goroutine-safe: Run and Close are called by one goroutine.
+// Its methods are called by one goroutine, the one that reads the
+// upstream: the watchdogs' alarm and the context's end reach it by
+// ending the attempt (Attempt.Cancel, Body.Close), which fails the read.
 type Stream struct {
 	cfg   Config
 	ctx   context.Context
 	a     Attempt
 	clock func() time.Time
-	p     *pump
-	tm    timer
-	// armedAt is the deadline the timer is armed for (zero: disarmed).
+	r     *sse.Reader
+
+	// mu guards the stream's state, shared by the reading goroutine and
+	// the alarm (and the context's end); the reading goroutine holds it
+	// except while it reads.
+	mu sync.Mutex
+	al *alarm
+	// armedAt is the deadline the alarm is armed for (zero: disarmed).
 	armedAt time.Time
+	stopCtx func() bool
+	// blocking: wait is about to read the next event (tests' onBlock is
+	// told at its first read).
+	blocking bool
 
 	events    frames.Reader
 	stall     watchdog.Stall
@@ -242,6 +254,8 @@ type Stream struct {
 	finished     bool // Translator.Finish emitted
 	fail         *Failure
 	out          []byte // client bytes not yet written
+	pulled       bool   // Next has handed out the primed prefix
+	handed       int    // bytes at the front of out the caller of Next holds
 
 	usage    usageAcc
 	res      Result
@@ -292,19 +306,20 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 		lastEvent:    now,
 		firstContent: cfg.CommitPoint == CommitFirstContent,
 	}
-	if cfg.newTimer != nil {
-		s.tm = cfg.newTimer()
-	} else {
-		s.tm = newClockTimer(clk)
-	}
-	s.p = startPump(a.Body)
+	s.r = sse.NewReader(upstreamBody{s})
+	s.mu.Lock()
+	s.al = newAlarm(clk, cfg.newTimer, &s.mu, s.alarm)
+	s.stopCtx = context.AfterFunc(ctx, s.ctxDone)
 	for !s.committed && !s.over() {
 		s.wait()
 	}
-	if s.fail != nil {
+	if f := s.fail; f != nil {
 		s.release()
-		return nil, s.fail
+		s.mu.Unlock()
+		s.al.join()
+		return nil, f
 	}
+	s.mu.Unlock()
 	return s, nil
 }
 
@@ -313,6 +328,8 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 // empty answer detected before any byte reached the client, which the
 // caller may still fail over (then Close, not Run).
 func (s *Stream) Empty() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.fail == nil && (s.done || s.ended) && s.res.ContentBytes == 0 && !s.res.ToolCall
 }
 
@@ -326,8 +343,77 @@ func (s *Stream) Empty() bool {
 //     cancelled at once.
 //
 // The attempt is cancelled and closed before Run returns. Call Run at most
-// once; a later call (or a call after Close) returns without writing.
+// once; a later call (or a call after Close) returns without writing. Run
+// is Next and End driven by a writer; a caller whose writer pulls (an
+// io.Reader handed to the HTTP server) calls those itself.
 func (s *Stream) Run(w *bufio.Writer) Result {
+	s.mu.Lock()
+	over := s.ran || s.released
+	s.mu.Unlock()
+	if over {
+		return s.End(true)
+	}
+	gone := false
+	for {
+		b, more := s.Next()
+		if !write(w, b) {
+			gone = true
+			break
+		}
+		if !more {
+			break
+		}
+	}
+	return s.End(gone)
+}
+
+// write writes b to w and flushes it; false means the client is gone.
+func write(w *bufio.Writer, b []byte) bool {
+	if len(b) > 0 {
+		if _, err := w.Write(b); err != nil {
+			return false
+		}
+	}
+	return w.Flush() == nil
+}
+
+// Next relays the stream up to the next client bytes and returns them:
+// first the prefix Prime buffered, then the bytes of each upstream event
+// that produced some, and at the end the closing events or the terminal
+// error event. The bytes are valid until the next call; the caller writes
+// and flushes them before calling again. more is false once the stream
+// has ended (b then holds its last bytes, possibly none): the caller
+// writes them and calls End. Next reads upstream events under every
+// watchdog in the calling goroutine.
+func (s *Stream) Next() (b []byte, more bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ran || s.released {
+		return nil, false
+	}
+	// The caller is done with the bytes handed out last; the alarm may
+	// have appended a terminal error event after them meanwhile.
+	s.out = s.out[:copy(s.out, s.out[s.handed:])]
+	s.handed = 0
+	if s.pulled {
+		for len(s.out) == 0 && !s.over() {
+			s.wait()
+		}
+	}
+	s.pulled = true
+	s.handed = len(s.out)
+	return s.out[:s.handed:s.handed], !s.over()
+}
+
+// End ends the stream relayed with Next and returns its Result; gone
+// reports that the client could not be written to (or that the caller
+// stops before Next reported the end). The attempt is cancelled and
+// closed before End returns. Calls after the first (or after Run) return
+// the first Result; after Close, EndClientGone.
+func (s *Stream) End(gone bool) Result {
+	s.mu.Lock()
+	defer s.al.join()
+	defer s.mu.Unlock()
 	if s.ran || s.released {
 		if !s.ran {
 			s.res.End = EndClientGone
@@ -336,23 +422,11 @@ func (s *Stream) Run(w *bufio.Writer) Result {
 		return s.res
 	}
 	s.ran = true
-	gone := !s.flush(w)
-	for !gone && !s.over() {
-		s.wait()
-		if len(s.out) > 0 {
-			gone = !s.flush(w)
-		}
-	}
 	switch {
 	case s.fail != nil:
-		// The terminal error event was appended by fail; write it if the
-		// client is still there.
-		if !gone {
-			s.flush(w)
-		}
 		s.res.End = EndFailed
 		s.res.Failure = s.fail
-	case gone:
+	case gone || !s.ended:
 		s.res.End = EndClientGone
 	default:
 		s.res.End = EndComplete
@@ -366,7 +440,10 @@ func (s *Stream) Run(w *bufio.Writer) Result {
 // the response could not be started): it cancels and closes the attempt
 // and stops its reader. It is idempotent and a no-op after Run.
 func (s *Stream) Close() {
+	s.mu.Lock()
 	s.release()
+	s.mu.Unlock()
+	s.al.join()
 }
 
 // now reads the clock.
@@ -375,68 +452,133 @@ func (s *Stream) now() time.Time { return s.clock() }
 // over reports whether the stream has ended, one way or the other.
 func (s *Stream) over() bool { return s.fail != nil || s.ended }
 
-// flush writes the pending client bytes and flushes w; false means the
-// client is gone.
-func (s *Stream) flush(w *bufio.Writer) bool {
-	if len(s.out) > 0 {
-		_, err := w.Write(s.out)
-		s.out = s.out[:0]
-		if err != nil {
-			return false
-		}
-	}
-	return w.Flush() == nil
-}
-
-// wait checks the timers, then takes the next upstream event, blocking
-// for it, the timer or the context when none is queued, and handles what
-// came.
+// wait checks the timers, arms the alarm at the nearest deadline, then
+// reads the next upstream event and handles it. It is called with s.mu
+// held and returns with it held; the lock is let go during the read,
+// which the alarm or the context's end may fail by ending the attempt.
 func (s *Stream) wait() {
 	now := s.now()
 	s.checkTimers(now)
 	if s.over() {
 		return
 	}
-	// Fast path: an event already read ahead needs no timer.
-	select {
-	case it := <-s.p.events:
-		s.handle(it, now)
-		return
-	case <-s.ctx.Done():
+	if s.ctx.Err() != nil {
 		s.cancelled()
 		return
-	default:
 	}
-	if d, ok := s.nextDeadline(); !ok {
-		if !s.armedAt.IsZero() {
-			s.tm.Stop()
-			s.armedAt = time.Time{}
+	// An idle stream parks in Await: in a shallow frame, so that the
+	// goroutine's stack can shrink back while it waits. Before a read
+	// that may block, the reader arms the alarm (upstreamBody).
+	s.blocking = true
+	s.mu.Unlock()
+	s.r.Await()
+	s.step()
+}
+
+// upstreamBody is the attempt's body as the stream's sse.Reader reads it:
+// the reader reads only when it has no whole event buffered, and before
+// such a read, which may block, the alarm is armed at the nearest
+// deadline. Events already buffered are handled without touching the
+// alarm.
+type upstreamBody struct{ s *Stream }
+
+// Read implements io.Reader.
+func (u upstreamBody) Read(p []byte) (int, error) {
+	s := u.s
+	s.mu.Lock()
+	over := s.over() || s.released
+	if !over {
+		s.arm(s.now())
+		if s.blocking && s.cfg.onBlock != nil {
+			s.cfg.onBlock() // once per wait, not per read of a partial event
 		}
-	} else if !d.Equal(s.armedAt) {
-		s.tm.Reset(d.Sub(now))
-		s.armedAt = d
+		s.blocking = false
 	}
-	if s.cfg.onBlock != nil {
-		s.cfg.onBlock()
+	s.mu.Unlock()
+	if over {
+		return 0, errEnded
 	}
-	select {
-	case it := <-s.p.events:
-		s.handle(it, s.now())
-	case <-s.tm.C():
-		s.armedAt = time.Time{}
-	case <-s.ctx.Done():
-		s.cancelled()
+	return s.a.Body.Read(p)
+}
+
+// errEnded is what a read returns once the stream has ended.
+var errEnded = errors.New("relay: the stream has ended")
+
+// step reads the next event (at once when Await brought it in) and, with
+// s.mu taken again, handles what the read returned.
+func (s *Stream) step() {
+	ev, err := s.r.Next()
+	s.mu.Lock()
+	s.got(ev, err)
+}
+
+// got handles what a read returned.
+func (s *Stream) got(ev sse.Event, err error) {
+	switch {
+	case s.over():
+		// the alarm or the context ended the stream meanwhile
+	case err != nil:
+		s.onEnd(err)
+	default:
+		s.onEvent(ev, s.now())
 	}
 }
 
-// handle handles one item from the reader goroutine, received at now.
-func (s *Stream) handle(it item, now time.Time) {
-	if it.err != nil {
-		s.onEnd(it.err)
+// arm arms the alarm at the nearest deadline (or disarms it).
+func (s *Stream) arm(now time.Time) {
+	if d, ok := s.nextDeadline(); !ok {
+		if !s.armedAt.IsZero() {
+			s.al.stop()
+			s.armedAt = time.Time{}
+		}
+	} else if !d.Equal(s.armedAt) {
+		s.al.reset(d.Sub(now))
+		s.armedAt = d
+	}
+}
+
+// alarm applies the timer rules when the alarm fires, on the alarm's
+// goroutine: a rule that ends the stream ends the attempt, which fails
+// the read in progress; otherwise the alarm is re-armed.
+func (s *Stream) alarm() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released || s.over() {
 		return
 	}
-	s.onEvent(it.ev, now)
-	s.p.recycle(it)
+	s.armedAt = time.Time{}
+	now := s.now()
+	s.checkTimers(now)
+	if s.over() {
+		s.endAttempt()
+		return
+	}
+	s.arm(now)
+	if s.cfg.onBlock != nil {
+		s.cfg.onBlock()
+	}
+}
+
+// ctxDone ends the stream when its context is cancelled.
+func (s *Stream) ctxDone() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.released || s.over() {
+		return
+	}
+	s.cancelled()
+	s.endAttempt()
+}
+
+// endAttempt cancels the upstream call and closes its body, which makes
+// a read in progress return.
+func (s *Stream) endAttempt() {
+	if s.a.Cancel != nil {
+		s.a.Cancel()
+	}
+	if s.a.Body != nil {
+		_ = s.a.Body.Close()
+	}
 }
 
 // cancelled ends the stream because the context was cancelled.
@@ -638,18 +780,16 @@ func (s *Stream) failWith(reason string, status int, err error) {
 	s.out = appendTerminalError(s.out, s.cfg.ClientFormat, f)
 }
 
-// release cancels and closes the attempt and joins the reader goroutine.
+// release stops the alarm and the context's watch, and cancels and
+// closes the attempt. It is called with s.mu held; the caller joins the
+// alarm (s.al.join) once it has let go of the lock.
 func (s *Stream) release() {
 	if s.released {
 		return
 	}
 	s.released = true
-	s.tm.Stop()
-	if s.a.Cancel != nil {
-		s.a.Cancel()
-	}
-	if s.a.Body != nil {
-		_ = s.a.Body.Close()
-	}
-	s.p.close()
+	s.al.stop()
+	s.al.close()
+	s.stopCtx()
+	s.endAttempt()
 }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"context"
 	"strings"
 	"time"
@@ -105,7 +104,8 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, res *proxy.Result) {
 }
 
 // renderStream writes a committed stream: its status and headers, then
-// the stream relayed as the response body is written, each write renewing
+// the stream as the response body (streamBody), relayed in the
+// connection's own goroutine as fasthttp writes it, each write renewing
 // the write deadline. The stream holds the request's body (and its share
 // of the body budget) and its scope until it ends.
 func (s *Server) renderStream(ctx *fasthttp.RequestCtx, res *proxy.Result, sc *scope) {
@@ -114,12 +114,11 @@ func (s *Server) renderStream(ctx *fasthttp.RequestCtx, res *proxy.Result, sc *s
 	}
 	ctx.Response.SetStatusCode(res.Status)
 	ctx.SetUserValue(bodyHeldLocal, true)
-	req, conn := &ctx.Request, ctx.Conn()
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		s.streamTo(w, conn, func(w *bufio.Writer) { res.Stream.Run(w) })
+	req := &ctx.Request
+	ctx.SetBodyStream(&streamBody{st: res.Stream, conn: ctx.Conn(), timeout: s.writeTimeout, done: func() {
 		sc.end()
 		s.doneWithBody(req)
-	})
+	}}, -1)
 }
 
 // onRequest runs the plugins' on_request hook, once per client request: a

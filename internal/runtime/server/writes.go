@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
 )
 
 // largeBody is the size from which a whole response body is written with
@@ -51,6 +53,55 @@ func (r *progressReader) Read(p []byte) (int, error) {
 	n := copy(p, r.b)
 	r.b = r.b[n:]
 	return n, nil
+}
+
+// streamBody is a committed stream as the response body: fasthttp's
+// connection goroutine reads it (writing each read as a chunk and
+// flushing it), and each Read relays the stream up to its next bytes
+// (proxy.Stream.Next), so a stream costs no goroutine and no pipe of its
+// own. Each Read renews the connection's write deadline before its bytes
+// go out: a client that stops reading is cut after the write timeout, and
+// the write's failure ends the stream (Close before the end). Close, which
+// fasthttp calls once the body is written or abandoned, finalises the
+// stream and then runs done.
+type streamBody struct {
+	st      *proxy.Stream
+	conn    net.Conn
+	timeout time.Duration
+	done    func()
+
+	rest []byte // bytes of the last Next not yet read
+	end  bool   // Next reported the end
+}
+
+// Read implements io.Reader.
+func (b *streamBody) Read(p []byte) (int, error) {
+	for len(b.rest) == 0 {
+		if b.end {
+			return 0, io.EOF
+		}
+		var more bool
+		b.rest, more = b.st.Next()
+		b.end = !more
+	}
+	if b.conn != nil {
+		_ = b.conn.SetWriteDeadline(time.Now().Add(b.timeout))
+	}
+	n := copy(p, b.rest)
+	b.rest = b.rest[n:]
+	return n, nil
+}
+
+// Close finalises the stream: complete when every byte was read (handed
+// to the connection), the client gone otherwise. It is idempotent.
+func (b *streamBody) Close() error {
+	if b.st == nil {
+		return nil
+	}
+	b.st.End(!b.end || len(b.rest) > 0)
+	b.st = nil
+	b.done()
+	return nil
 }
 
 // streamWriters pools the writers of streamTo.

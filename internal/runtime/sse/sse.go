@@ -22,7 +22,7 @@ const (
 	// MaxEventSize bounds one event, every line and terminator included.
 	MaxEventSize = 8 << 20
 
-	initialBufSize = 2 << 10
+	initialBufSize = 512
 	maxNames       = 64
 )
 
@@ -264,6 +264,19 @@ func (r *Reader) endErr(evStart int) error {
 		r.err = io.ErrUnexpectedEOF
 	}
 	return r.err
+}
+
+// Await blocks until more input arrives when none is buffered (the state
+// of an idle stream between two events); Next then returns the event as
+// usual. It lets a caller wait in a shallow frame rather than deep in
+// Next, so that the stack of a goroutine parked on an idle stream can
+// shrink. A read error is kept for Next to return.
+func (r *Reader) Await() {
+	if r.off < r.end || r.err != nil {
+		return
+	}
+	r.off, r.end = 0, 0
+	_, _ = r.fill(0)
 }
 
 // fill reads more input, first making room by moving the event being read

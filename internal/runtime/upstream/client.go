@@ -56,6 +56,15 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
+// connBufferSize is the read and the write buffer of each connection of
+// the streaming client (net/http's default is 4 KiB each). A stream holds
+// its connection, and so both buffers, for as long as it is open: 1 KiB
+// fits a request's headers, and reads of a response's headers and of the
+// event stream's chunk lines; larger request bodies are written past the
+// buffer in large writes, and the stream reader's reads of chunk data
+// bypass it.
+const connBufferSize = 1 << 10
+
 // Route says how one connection reaches its upstream: the local address
 // to bind the outgoing socket to and the proxy to go through. The zero
 // value dials directly from the system's choice of address.
@@ -122,6 +131,10 @@ func (p *Pool) transport(r Route) (*http.Transport, error) {
 		// Upstream bodies are relayed as they arrive; compression would
 		// make the transport buffer and decode.
 		DisableCompression: true,
+		// Each connection keeps its buffers for life, and an open stream
+		// holds one connection: see connBufferSize.
+		ReadBufferSize:  connBufferSize,
+		WriteBufferSize: connBufferSize,
 	}
 	if p.tls != nil {
 		tr.TLSClientConfig = p.tls.Clone()
