@@ -18,12 +18,13 @@ import (
 const bareProxyCommand = proc.BareProxyCommand
 
 // runBareProxy serves the bare proxy until SIGTERM or SIGINT:
-// `bench bareproxy -listen ADDR -upstream HOST:PORT`. It prints
+// `bench bareproxy -listen ADDR -upstream HOST:PORT [-local IP]`. It prints
 // "bare proxy listening on http://ADDR" once it accepts connections.
 func runBareProxy(args []string) int {
 	fs := flag.NewFlagSet(bareProxyCommand, flag.ContinueOnError)
 	listen := fs.String("listen", "127.0.0.1:0", "address to listen on")
 	upstream := fs.String("upstream", "", "upstream host:port (plain HTTP)")
+	local := fs.String("local", "", "source address of the upstream connections (default: the system's choice)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -36,7 +37,14 @@ func runBareProxy(args []string) int {
 		fmt.Fprintln(os.Stderr, "bench bareproxy:", err)
 		return 1
 	}
-	p := bareproxy.New(*upstream)
+	var src net.IP
+	if *local != "" {
+		if src = net.ParseIP(*local); src == nil {
+			fmt.Fprintf(os.Stderr, "bench bareproxy: -local %q is not an IP address\n", *local)
+			return 2
+		}
+	}
+	p := bareproxy.New(*upstream, src)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

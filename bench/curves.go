@@ -189,7 +189,7 @@ func (b *bench) slowCurve(ctx context.Context) error {
 	defer func() { _ = b.setStreamScript(ctx) }()
 	gw, err := b.startGateway(ctx, "gateway-slow", func(listen string) []byte {
 		return proc.GatewayConfig(proc.Shape{Listen: listen, DataDir: filepath.Join(b.dir, "data-slow"), MockAddr: b.mock.Addr,
-			Providers: 1, AdminToken: proc.FireAdminToken})
+			Providers: 1, AdminToken: proc.FireAdminToken, Source: proc.GatewaySource})
 	})
 	if err != nil {
 		return err

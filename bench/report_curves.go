@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+
+	"github.com/breakwater-dev/breakwater/bench/internal/proc"
 )
 
 // The configuration-size curves.
@@ -418,7 +420,9 @@ func (r *Report) curvesMarkdown(b *strings.Builder) {
 			"Per row, that many streams are opened over %.0f s (open loop), each sending %d chunks %d ms apart, so all are open together "+
 			"for a while. RSS per stream is (highest VmRSS during the row − VmRSS before) / streams. The gateway's goroutines and "+
 			"descriptors are read before each row and once its streams ended (waiting up to 30 s for pooled workers to go). "+
-			"The open-file limit is %d, so a proxy holds at most %d streams (two descriptors each).\n\n", s.RampSeconds, s.Chunks, s.ChunkIntervalMS, s.FileLimit, s.MaxStreams)
+			"Each column dials the mock from its own loopback address (direct 127.0.0.1, bare proxy %s, Breakwater %s), so the "+
+			"connections an earlier column left in TIME_WAIT do not crowd the next one's ephemeral ports. "+
+			"The open-file limit is %d, so a proxy holds at most %d streams (two descriptors each).\n\n", s.RampSeconds, s.Chunks, s.ChunkIntervalMS, proc.BareSource, proc.GatewaySource, s.FileLimit, s.MaxStreams)
 		t.head("streams", "completed (direct / bare / Breakwater)", "first byte p99 (direct / bare / Breakwater)", "**Breakwater − bare p99**",
 			"RSS per stream (bare / Breakwater)", "goroutines before → after", "fds before → after")
 		for _, row := range s.Rows {

@@ -24,8 +24,9 @@ type Proxy struct {
 	server   *fasthttp.Server
 }
 
-// New returns a Proxy for the upstream host:port (plain HTTP).
-func New(upstream string) *Proxy {
+// New returns a Proxy for the upstream host:port (plain HTTP). A non-nil
+// local is the source address of its upstream connections.
+func New(upstream string, local net.IP) *Proxy {
 	p := &Proxy{upstream: &fasthttp.HostClient{
 		Addr: upstream,
 		// No bound of its own: the gateway has none either, and the slow
@@ -33,6 +34,10 @@ func New(upstream string) *Proxy {
 		MaxConns:           1 << 20,
 		StreamResponseBody: true,
 	}}
+	if local != nil {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: local}}
+		p.upstream.Dial = func(addr string) (net.Conn, error) { return d.Dial("tcp", addr) }
+	}
 	p.server = &fasthttp.Server{
 		Handler:               p.handle,
 		NoDefaultServerHeader: true,

@@ -16,13 +16,16 @@ import (
 )
 
 // start serves a Proxy in front of upstream on a loopback port.
-func start(t *testing.T, upstream string) string {
+func start(t *testing.T, upstream string) string { return startFrom(t, upstream, nil) }
+
+// startFrom is start with the proxy's upstream connections made from local.
+func startFrom(t *testing.T, upstream string, local net.IP) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := New(upstream)
+	p := New(upstream, local)
 	done := make(chan error, 1)
 	go func() { done <- p.Serve(ln) }()
 	t.Cleanup(func() {
@@ -157,5 +160,30 @@ func TestUpstreamDown(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusBadGateway {
 		t.Errorf("status %s, want 502", resp.Status)
+	}
+}
+
+// With a local address the proxy dials its upstream from it: the
+// upstream sees the connection come from 127.0.0.3.
+func TestLocalSourceAddress(t *testing.T) {
+	from := make(chan string, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host, _, _ := net.SplitHostPort(r.RemoteAddr)
+		select {
+		case from <- host:
+		default:
+		}
+		_, _ = io.WriteString(w, "{}")
+	}))
+	defer up.Close()
+	addr := startFrom(t, strings.TrimPrefix(up.URL, "http://"), net.ParseIP("127.0.0.3"))
+	resp, err := http.Post(addr+"/v1/chat/completions", "application/json", strings.NewReader("{}"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	_ = resp.Body.Close()
+	if got := <-from; got != "127.0.0.3" {
+		t.Fatalf("upstream saw the proxy come from %s, want 127.0.0.3", got)
 	}
 }

@@ -32,6 +32,9 @@ type Shape struct {
 	Combos int
 	// AdminToken, when set, is the admin token (a loopback test value).
 	AdminToken string
+	// Source, when set, is the local_address of every connection (the
+	// source address of the gateway's upstream connections).
+	Source string
 	// RedisURL, when set, keeps the state in that Redis (keys under
 	// RedisPrefix) instead of Badger, so several gateways share it.
 	RedisURL, RedisPrefix string
@@ -74,6 +77,9 @@ func GatewayConfig(s Shape) []byte {
 		fmt.Fprintf(&b, "  - id: %s\n    kind: openai\n    base_url: %q\n    models: [%s]\n    connections:\n", id, base, model)
 		for i := range n {
 			fmt.Fprintf(&b, "      - id: conn-%d\n        api_key: %q\n", i+1, fmt.Sprintf("%s%d", keyPrefix, i+1))
+			if s.Source != "" {
+				fmt.Fprintf(&b, "        local_address: %q\n", s.Source)
+			}
 		}
 	}
 	provider(BenchProvider, BenchModel, "bench-upstream-key-", conns)

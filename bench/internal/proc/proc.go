@@ -216,6 +216,18 @@ func StartMock(ctx context.Context, bin, dir string, port int) (*Child, error) {
 		"mock", "--listen", fmt.Sprintf("127.0.0.1:%d", port))
 }
 
+// BareSource and GatewaySource are the loopback source addresses of the
+// bare proxy's and (where a scenario asks for it, Shape.Source) the
+// gateway's upstream connections, so that each column of a table dials the
+// mock from its own address: with thousands of streams per column, the
+// connections the columns before left in TIME_WAIT would otherwise crowd
+// the next column's ephemeral ports on the same address pair (the
+// generator's direct calls keep 127.0.0.1).
+const (
+	BareSource    = "127.0.0.3"
+	GatewaySource = "127.0.0.2"
+)
+
 // BareProxyCommand is the hidden first argument that makes the benchmark
 // binary run the bare proxy.
 const BareProxyCommand = "bareproxy"
@@ -225,7 +237,7 @@ const BareProxyCommand = "bareproxy"
 // announced its address. dir receives its log.
 func StartBareProxy(ctx context.Context, self, dir string, port int, upstream string) (*Child, error) {
 	return start(ctx, "bareproxy", self, dir, "bare proxy listening on",
-		BareProxyCommand, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", upstream)
+		BareProxyCommand, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", upstream, "-local", BareSource)
 }
 
 // StartGatewayWith writes cfg (which sets the listen address) to
