@@ -74,6 +74,59 @@ func startScaleGateway(b *testing.B, upstream string, conns int) string {
 	return startBenchGateway(b, y.String())
 }
 
+// startComboGateway runs a gateway with combos combos, shaped as the load
+// harness's combos curve: "bench-combo" (priority, one target:
+// bench/bench-model) and combos−1 others, each over another provider's
+// model and bench/bench-model; every other provider has two connections.
+func startComboGateway(b *testing.B, upstream string, combos int) string {
+	b.Helper()
+	var y strings.Builder
+	fmt.Fprintf(&y, "server:\n  listen: 127.0.0.1:0\n  max_request_bytes: %d\nstate:\n  backend: memory\n", 8<<20)
+	y.WriteString("resilience:\n  request_queue: {auto_enable_api_key_providers: false}\nproviders:\n")
+	provider := func(id, model string) {
+		fmt.Fprintf(&y, "  - id: %s\n    kind: openai\n    base_url: http://%s/v1\n    models: [%s]\n    connections:\n", id, upstream, model)
+		fmt.Fprintf(&y, "      - {id: c1, api_key: %s-key-1}\n      - {id: c2, api_key: %s-key-2}\n", id, id)
+	}
+	provider("bench", "bench-model")
+	for i := 2; i <= combos; i++ {
+		provider(fmt.Sprintf("other-%d", i), fmt.Sprintf("other-model-%d", i))
+	}
+	y.WriteString("combos:\n  - name: bench-combo\n    strategy: priority\n    targets:\n      - {model: bench/bench-model}\n")
+	for i := 2; i <= combos; i++ {
+		fmt.Fprintf(&y, "  - name: combo-%d\n    strategy: priority\n    targets:\n      - {model: other-%d/other-model-%d}\n      - {model: bench/bench-model}\n", i, i, i)
+	}
+	return startBenchGateway(b, y.String())
+}
+
+// BenchmarkCombos is the combos curve of the load harness in process:
+// each iteration sends one request direct to the upstream and one to the
+// combo "bench-combo" through a gateway with 1 and one with 200 combos in
+// its configuration, interleaved, and reports the added time of each over
+// the direct call (medians) and their ratio (target ≤ 1.10).
+func BenchmarkCombos(b *testing.B) {
+	up := startScaleUpstream(b, false)
+	gw1, gwN := startComboGateway(b, up, 1), startComboGateway(b, up, 200)
+	c := newScaleClient(b)
+	direct, routed := scaleBody("bench-model", 300), scaleBody("bench-combo", 300)
+	for range 20 {
+		c.post(up, direct)
+		c.post(gw1, routed)
+		c.post(gwN, routed)
+	}
+	var d, one, many []time.Duration
+	b.ResetTimer()
+	for b.Loop() {
+		d = append(d, c.post(up, direct))
+		one = append(one, c.post(gw1, routed))
+		many = append(many, c.post(gwN, routed))
+	}
+	base := median(d)
+	add1, addN := median(one)-base, median(many)-base
+	b.ReportMetric(add1, "add-1-µs")
+	b.ReportMetric(addN, "add-200-µs")
+	b.ReportMetric(addN/add1, "ratio")
+}
+
 // scaleBody returns a chat request for model of size bytes, the user
 // message padded with words.
 func scaleBody(model string, size int) []byte {
