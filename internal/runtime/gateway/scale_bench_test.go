@@ -106,25 +106,7 @@ func startComboGateway(b *testing.B, upstream string, combos int) string {
 func BenchmarkCombos(b *testing.B) {
 	up := startScaleUpstream(b, false)
 	gw1, gwN := startComboGateway(b, up, 1), startComboGateway(b, up, 200)
-	c := newScaleClient(b)
-	direct, routed := scaleBody("bench-model", 300), scaleBody("bench-combo", 300)
-	for range 20 {
-		c.post(up, direct)
-		c.post(gw1, routed)
-		c.post(gwN, routed)
-	}
-	var d, one, many []time.Duration
-	b.ResetTimer()
-	for b.Loop() {
-		d = append(d, c.post(up, direct))
-		one = append(one, c.post(gw1, routed))
-		many = append(many, c.post(gwN, routed))
-	}
-	base := median(d)
-	add1, addN := median(one)-base, median(many)-base
-	b.ReportMetric(add1, "add-1-µs")
-	b.ReportMetric(addN, "add-200-µs")
-	b.ReportMetric(addN/add1, "ratio")
+	smallAndLarge(b, up, "bench-combo", gw1, gwN, "add-200-µs")
 }
 
 // scaleBody returns a chat request for model of size bytes, the user
@@ -243,23 +225,31 @@ func BenchmarkConnections(b *testing.B) {
 func benchConnections(b *testing.B, quota bool) {
 	up := startScaleUpstream(b, quota)
 	gw1, gwN := startScaleGateway(b, up, 1), startScaleGateway(b, up, 1000)
+	smallAndLarge(b, up, "bench/bench-model", gw1, gwN, "add-1000-µs")
+}
+
+// smallAndLarge sends, per iteration, one request direct to the upstream
+// and one for model through the small and the large gateway, interleaved
+// after a warm-up, and reports the added time of each over the direct
+// call (medians, add-1-µs and large) and their ratio.
+func smallAndLarge(b *testing.B, up, model, small, large, metric string) {
 	c := newScaleClient(b)
-	direct, routed := scaleBody("bench-model", 300), scaleBody("bench/bench-model", 300)
+	direct, routed := scaleBody("bench-model", 300), scaleBody(model, 300)
 	for range 20 {
 		c.post(up, direct)
-		c.post(gw1, routed)
-		c.post(gwN, routed)
+		c.post(small, routed)
+		c.post(large, routed)
 	}
 	var d, one, many []time.Duration
 	b.ResetTimer()
 	for b.Loop() {
 		d = append(d, c.post(up, direct))
-		one = append(one, c.post(gw1, routed))
-		many = append(many, c.post(gwN, routed))
+		one = append(one, c.post(small, routed))
+		many = append(many, c.post(large, routed))
 	}
 	base := median(d)
 	add1, addN := median(one)-base, median(many)-base
 	b.ReportMetric(add1, "add-1-µs")
-	b.ReportMetric(addN, "add-1000-µs")
+	b.ReportMetric(addN, metric)
 	b.ReportMetric(addN/add1, "ratio")
 }
