@@ -36,10 +36,12 @@
 // '+', '/', '.' and '=' end a token, so paths and URLs are judged segment
 // by segment.
 //
-// Redaction runs on the failure path only. It makes one pass over the
-// text for the shapes and one strings.Index scan per configured value,
-// and allocates nothing when nothing matches (the input is returned as
-// is).
+// Redaction runs on error texts and on the upstream headers relayed to the
+// client. It makes one pass over the text for the shapes and, for the
+// configured values, one strings.Index scan per value — or, with 24 or
+// more values (a gateway with many connections), one pass that looks
+// each position up by its first bytes — and allocates nothing when
+// nothing matches (the input is returned as is).
 package redact
 
 import (
@@ -61,7 +63,19 @@ const MinSecretLen = 8
 // only.
 type Redactor struct {
 	secrets []string // longest first, so a value inside another is covered
+	// byHead indexes secrets by their first MinSecretLen bytes when there
+	// are at least indexedMin of them (a gateway with many connections):
+	// find then makes one pass over the text instead of one scan per
+	// value. heads marks the first two bytes of every value, so most
+	// positions cost one bit test.
+	byHead map[uint64][]int32
+	heads  *[1 << 16 / 64]uint64
 }
+
+// indexedMin is how many configured values make find look them up by
+// their first bytes in one pass: below it, one strings.Index per value
+// (vectorised) is faster.
+const indexedMin = 24
 
 // New returns a Redactor for the given credential values; empty values
 // and values shorter than MinSecretLen are ignored, duplicates kept once.
@@ -73,7 +87,55 @@ func New(secrets ...string) *Redactor {
 		}
 	}
 	slices.SortFunc(r.secrets, func(a, b string) int { return len(b) - len(a) })
+	if len(r.secrets) >= indexedMin {
+		r.byHead = make(map[uint64][]int32, len(r.secrets))
+		r.heads = new([1 << 16 / 64]uint64)
+		for i, sec := range r.secrets {
+			r.byHead[head8(sec, 0)] = append(r.byHead[head8(sec, 0)], int32(i))
+			h2 := head2(sec, 0)
+			r.heads[h2>>6] |= 1 << (h2 & 63)
+		}
+	}
 	return r
+}
+
+// head2 and head8 read the 2 and 8 bytes of s at i (little-endian).
+func head2(s string, i int) uint16 { return uint16(s[i]) | uint16(s[i+1])<<8 }
+
+func head8(s string, i int) uint64 {
+	_ = s[i+7]
+	return uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+}
+
+// findSecrets appends to spans every occurrence in s of a configured
+// value: by the index of their first bytes when r has one, else one
+// strings.Index scan per value. Both give the same ranges once merged.
+func (r *Redactor) findSecrets(s string, spans []span) []span {
+	if r.byHead == nil {
+		for _, sec := range r.secrets {
+			for off := 0; off <= len(s)-len(sec); {
+				i := strings.Index(s[off:], sec)
+				if i < 0 {
+					break
+				}
+				spans = append(spans, span{off + i, off + i + len(sec)})
+				off += i + len(sec)
+			}
+		}
+		return spans
+	}
+	for i := 0; i+MinSecretLen <= len(s); i++ {
+		if h2 := head2(s, i); r.heads[h2>>6]&(1<<(h2&63)) == 0 {
+			continue
+		}
+		for _, j := range r.byHead[head8(s, i)] {
+			if sec := r.secrets[j]; strings.HasPrefix(s[i:], sec) {
+				spans = append(spans, span{i, i + len(sec)})
+			}
+		}
+	}
+	return spans
 }
 
 // String returns s without credentials: s itself when nothing matches.
@@ -185,16 +247,7 @@ func (r *Redactor) Header(h http.Header) http.Header {
 // find appends to spans the sorted, merged ranges of s to mask.
 func (r *Redactor) find(s string, spans []span) []span {
 	if r != nil {
-		for _, sec := range r.secrets {
-			for off := 0; off <= len(s)-len(sec); {
-				i := strings.Index(s[off:], sec)
-				if i < 0 {
-					break
-				}
-				spans = append(spans, span{off + i, off + i + len(sec)})
-				off += i + len(sec)
-			}
-		}
+		spans = r.findSecrets(s, spans)
 	}
 	spans = shapes(s, spans)
 	if len(spans) < 2 {

@@ -1,7 +1,10 @@
 package redact
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -134,6 +137,87 @@ func BenchmarkRedact(b *testing.B) {
 			b.SetBytes(int64(len(c.s)))
 			for b.Loop() {
 				_ = r.String(c.s)
+			}
+		})
+	}
+}
+
+// manySecrets returns n configured values of the shapes a gateway holds
+// (provider key prefixes, some sharing their first bytes, one inside
+// another).
+func manySecrets(n int) []string {
+	out := make([]string, 0, n)
+	for i := range n {
+		switch i % 4 {
+		case 0:
+			out = append(out, fmt.Sprintf("sk-proj-%04dabcdefghij", i))
+		case 1:
+			out = append(out, fmt.Sprintf("sk-ant-api03-%04d-xyz", i))
+		case 2:
+			out = append(out, fmt.Sprintf("bench-upstream-key-%d", i))
+		default:
+			out = append(out, fmt.Sprintf("bench-upstream-key-%d0", i-1)) // the one before it plus "0"
+		}
+	}
+	return out
+}
+
+// With many configured values find looks them up by their first bytes;
+// it must find exactly what one scan per value finds, wherever they sit
+// (start, end, adjacent, overlapping, inside another) — and the
+// redacted text must hold none of them.
+func TestIndexedSecretsFindWhatScansFind(t *testing.T) {
+	secrets := manySecrets(200)
+	r := New(secrets...)
+	if r.byHead == nil {
+		t.Fatal("200 values are not indexed")
+	}
+	plain := &Redactor{secrets: r.secrets}
+	rnd := rand.New(rand.NewPCG(1, 2))
+	fillers := []string{"", " ", "x", "sk-", "bench-upstream-key-", "key=", "application/json", "é", "\n"}
+	for range 2000 {
+		var b strings.Builder
+		for range 1 + rnd.IntN(6) {
+			b.WriteString(fillers[rnd.IntN(len(fillers))])
+			if rnd.IntN(2) == 0 {
+				sec := secrets[rnd.IntN(len(secrets))]
+				if rnd.IntN(4) == 0 {
+					sec = sec[:rnd.IntN(len(sec))] // a prefix: must not match
+				}
+				b.WriteString(sec)
+			}
+		}
+		text := b.String()
+		got, want := r.find(text, nil), plain.find(text, nil)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%q: indexed %v, per value %v", text, got, want)
+		}
+		out := r.String(text)
+		for _, sec := range secrets {
+			if strings.Contains(out, sec) {
+				t.Fatalf("%q survives in %q", sec, out)
+			}
+		}
+	}
+}
+
+// BenchmarkRedactManySecrets is a relayed header value and an error text
+// against the keys of a gateway with 400 connections.
+func BenchmarkRedactManySecrets(b *testing.B) {
+	r := New(manySecrets(400)...)
+	plain := &Redactor{secrets: r.secrets}
+	for _, c := range []struct{ name, s string }{
+		{"header", "application/json; charset=utf-8"},
+		{"error", `{"error":{"message":"Rate limit reached for gpt-4o-mini in organization org-abc on requests per min (RPM): Limit 3, Used 3, Requested 1.","type":"requests","code":"rate_limit_exceeded"}}`},
+	} {
+		b.Run(c.name+"/indexed", func(b *testing.B) {
+			for b.Loop() {
+				_ = r.String(c.s)
+			}
+		})
+		b.Run(c.name+"/per-value", func(b *testing.B) {
+			for b.Loop() {
+				_ = plain.String(c.s)
 			}
 		})
 	}
