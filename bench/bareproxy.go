@@ -9,8 +9,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/breakwater-dev/breakwater/bench/internal/bareproxy"
 	"github.com/breakwater-dev/breakwater/bench/internal/proc"
+	"github.com/breakwater-dev/breakwater/internal/bareproxy"
 )
 
 // bareProxyCommand is the hidden first argument that makes this binary

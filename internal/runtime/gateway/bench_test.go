@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -19,6 +18,7 @@ import (
 	"github.com/hashicorp/go-hclog"
 	"github.com/valyala/fasthttp"
 
+	"github.com/breakwater-dev/breakwater/internal/bareproxy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/accesslog"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/gateway"
@@ -71,60 +71,18 @@ func BenchmarkGatewayNonStream(b *testing.B) {
 // of issue 18's "within a hair of the bare proxy" (the harness in bench/
 // measures the same thing across processes).
 
-// floorBare is the thinnest reverse proxy: one fasthttp server, one
-// HostClient to the upstream, no routing, no logging; answers without a
-// length are passed on piece by piece, each piece flushed.
-type floorBare struct {
-	up  *fasthttp.HostClient
-	srv *fasthttp.Server
-}
-
+// startFloorBare serves the bare proxy of the load harness
+// (internal/bareproxy) in front of upstream and returns its address.
 func startFloorBare(b *testing.B, upstream string) string {
 	b.Helper()
-	p := &floorBare{up: &fasthttp.HostClient{Addr: upstream, MaxConns: 1 << 16, StreamResponseBody: true}}
-	p.srv = &fasthttp.Server{Handler: p.handle, NoDefaultServerHeader: true}
+	p := bareproxy.New(upstream, nil)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
 	}
-	go func() { _ = p.srv.Serve(ln) }()
-	b.Cleanup(func() { _ = p.srv.Shutdown() })
+	go func() { _ = p.Serve(ln) }()
+	b.Cleanup(func() { _ = p.Shutdown() })
 	return ln.Addr().String()
-}
-
-func (p *floorBare) handle(ctx *fasthttp.RequestCtx) {
-	resp := fasthttp.AcquireResponse()
-	if err := p.up.Do(&ctx.Request, resp); err != nil {
-		fasthttp.ReleaseResponse(resp)
-		ctx.Error("bare proxy: "+err.Error(), fasthttp.StatusBadGateway)
-		return
-	}
-	resp.Header.CopyTo(&ctx.Response.Header)
-	if resp.Header.ContentLength() >= 0 {
-		ctx.Response.SetBody(resp.Body())
-		fasthttp.ReleaseResponse(resp)
-		return
-	}
-	ctx.SetBodyStreamWriter(func(w *bufio.Writer) {
-		buf := make([]byte, 16<<10)
-		r := resp.BodyStream()
-		for {
-			n, err := r.Read(buf)
-			if n > 0 {
-				if _, werr := w.Write(buf[:n]); werr != nil || w.Flush() != nil {
-					resp.SetConnectionClose()
-					break
-				}
-			}
-			if err != nil {
-				if !errors.Is(err, io.EOF) {
-					resp.SetConnectionClose()
-				}
-				break
-			}
-		}
-		fasthttp.ReleaseResponse(resp)
-	})
 }
 
 // floorSetup is a mock upstream, a bare proxy and a gateway in front of
