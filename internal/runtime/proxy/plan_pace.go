@@ -18,12 +18,13 @@ import (
 // "Pacing"); the connection's remaining quota is kept for the headroom
 // order (headroomOrder), and a combo candidate's feeds the quota-aware
 // strategies. An answer without rate-limit headers costs a scan of its
-// header names and allocates nothing.
+// header names and allocates nothing; one with them, a map of those
+// headers alone.
 func (p *Proxy) observeRateLimit(x *state, cd topology.Candidate, h http.Header) {
 	if !hasRateLimitHeaders(h) {
 		return
 	}
-	lh := lowerHeaders(h)
+	lh := rateLimitHeaders(h)
 	now := p.clock.Now()
 	if q, ok := strategy.ParseQuotaHeaders(lh, now); ok {
 		cd.Connection.Reported.Store(&q)
@@ -57,6 +58,19 @@ func hasRateLimitHeaders(h http.Header) bool {
 		}
 	}
 	return false
+}
+
+// rateLimitHeaders returns h's x-ratelimit-* and anthropic-ratelimit-*
+// headers (the only ones engine.PaceHint and strategy.ParseQuotaHeaders
+// read), names lower-cased, first values.
+func rateLimitHeaders(h http.Header) map[string]string {
+	m := make(map[string]string, 8)
+	for k, v := range h {
+		if len(v) > 0 && (hasPrefixFold(k, "x-ratelimit-") || hasPrefixFold(k, "anthropic-ratelimit-")) {
+			m[strings.ToLower(k)] = v[0]
+		}
+	}
+	return m
 }
 
 // hasPrefixFold reports whether s starts with the lower-case prefix,

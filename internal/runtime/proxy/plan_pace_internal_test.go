@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"testing"
 
@@ -58,5 +59,27 @@ func TestBestFirst(t *testing.T) {
 	got := bestFirst(run, room)
 	if len(got) != len(run) || got[0] != 7 || got[1] != 0 || got[7] != 6 || got[8] != 8 || got[39] != 39 {
 		t.Fatalf("order %v, want 7 first (the first of the most room), then 0..6, 8..39", got)
+	}
+}
+
+// rateLimitHeaders keeps the rate-limit headers alone, names lower-cased:
+// what pacing and the quota readers read, nothing else of the answer.
+func TestRateLimitHeaders(t *testing.T) {
+	got := rateLimitHeaders(http.Header{
+		"X-Ratelimit-Remaining-Requests":       {"0"},
+		"X-Ratelimit-Reset-Requests":           {"1.5s"},
+		"Anthropic-Ratelimit-Tokens-Remaining": {"10", "11"},
+		"Content-Type":                         {"application/json"},
+		"Retry-After":                          {"3"},
+		"X-Request-Id":                         {"req_1"},
+		"X-Ratelimit-Limit-Tokens":             {},
+	})
+	want := map[string]string{
+		"x-ratelimit-remaining-requests":       "0",
+		"x-ratelimit-reset-requests":           "1.5s",
+		"anthropic-ratelimit-tokens-remaining": "10",
+	}
+	if !maps.Equal(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
