@@ -104,13 +104,22 @@ func NewManager(clock Clock, s Settings, conns []ConnSpec) *Manager {
 		clock = SystemClock()
 	}
 	m := &Manager{clock: clock, providers: map[string]*gateCounter{}, pools: map[string]*QuotaSharePool{}}
-	m.conns.Store(&map[connKey]*conn{})
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.settings = cloneSettings(s)
+	// Built in place before it is published: registering the connections
+	// one by one through updateConnectionLocked would copy the map once per
+	// connection (quadratic in the configuration's size).
+	all := make(map[connKey]*conn, len(conns))
 	for _, spec := range conns {
-		m.updateConnectionLocked(spec)
+		if c := all[connKey{spec.Provider, spec.Connection}]; c != nil {
+			m.respecLocked(c, spec)
+			continue
+		}
+		c := m.newConnLocked(spec)
+		all[connKey{c.provider, c.id}] = c
 	}
+	m.conns.Store(&all)
 	return m
 }
 
@@ -157,18 +166,30 @@ func (m *Manager) UpdateConnection(spec ConnSpec) {
 }
 
 func (m *Manager) updateConnectionLocked(spec ConnSpec) {
-	spec.ModelConcurrency = maps.Clone(spec.ModelConcurrency)
 	key := connKey{spec.Provider, spec.Connection}
-	c := (*m.conns.Load())[key]
-	if c == nil {
-		c = &conn{provider: spec.Provider, id: spec.Connection, protection: spec.RateLimitProtection, models: map[string]*gateCounter{}}
-		next := maps.Clone(*m.conns.Load())
-		next[key] = c
-		c.spec = spec
-		m.rebuildLocked(c)
-		m.conns.Store(&next)
+	if c := (*m.conns.Load())[key]; c != nil {
+		m.respecLocked(c, spec)
 		return
 	}
+	next := maps.Clone(*m.conns.Load())
+	next[key] = m.newConnLocked(spec)
+	m.conns.Store(&next)
+}
+
+// newConnLocked builds the state of a connection not registered yet; the
+// caller publishes it.
+func (m *Manager) newConnLocked(spec ConnSpec) *conn {
+	spec.ModelConcurrency = maps.Clone(spec.ModelConcurrency)
+	c := &conn{provider: spec.Provider, id: spec.Connection, protection: spec.RateLimitProtection, models: map[string]*gateCounter{}}
+	c.spec = spec
+	m.rebuildLocked(c)
+	return c
+}
+
+// respecLocked gives a registered connection a new spec (its protection
+// flag kept).
+func (m *Manager) respecLocked(c *conn, spec ConnSpec) {
+	spec.ModelConcurrency = maps.Clone(spec.ModelConcurrency)
 	c.spec = spec
 	m.rebuildLocked(c)
 }
