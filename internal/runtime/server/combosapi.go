@@ -11,7 +11,6 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/proxy"
-	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
 )
 
 // apiCombosKey is the store key of the combos defined through the admin
@@ -42,8 +41,9 @@ func (s *Server) loadAPICombos(ctx context.Context) ([]config.Combo, error) {
 
 // buildView validates the file configuration with apiCombos merged in (an
 // API combo replaces a file combo of the same name) and builds the
-// routing view; the file's topology is used as is when there are no API
-// combos.
+// routing view over the file topology's providers and connections (shared,
+// with what their upstreams reported); the file's topology is used as is
+// when there are no API combos.
 func (s *Server) buildView(apiCombos []config.Combo) (*view, error) {
 	topo := s.fileTopology
 	if len(apiCombos) > 0 {
@@ -54,7 +54,7 @@ func (s *Server) buildView(apiCombos []config.Combo) (*view, error) {
 			return nil, err
 		}
 		var err error
-		if topo, err = topology.Build(&cfg); err != nil {
+		if topo, err = s.fileTopology.WithCombos(cfg.Combos); err != nil {
 			return nil, err
 		}
 	}

@@ -56,7 +56,8 @@ type Connection struct {
 	// Reported is the quota the connection's upstream last reported to
 	// this instance (x-ratelimit-* headers), nil until the first report;
 	// the request loop writes it and reads it for the headroom order. A
-	// rebuilt topology starts without reports.
+	// topology rebuilt from a configuration starts without reports; one
+	// derived by WithCombos shares them.
 	Reported atomic.Pointer[strategy.Quota]
 }
 
@@ -164,22 +165,43 @@ func Build(cfg *config.Config) (*Topology, error) {
 		t.Providers = append(t.Providers, p)
 		t.providers[p.ID] = p
 	}
+	if err := t.addCombos(cfg.Combos); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// WithCombos returns a Topology with t's providers and connections and the
+// combos given (validated as part of a configuration) in place of t's. The
+// providers and connections are shared, not copied: what an upstream
+// reported to a connection (Connection.Reported) holds in both, so a combo
+// defined through the API routes by the same headroom as the file's.
+func (t *Topology) WithCombos(combos []config.Combo) (*Topology, error) {
+	n := &Topology{Providers: t.Providers, providers: t.providers, combos: map[string]*Combo{}}
+	if err := n.addCombos(combos); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+// addCombos builds every combo of a configuration over t's providers.
+func (t *Topology) addCombos(combos []config.Combo) error {
 	raw := map[string]config.Combo{}
-	for _, c := range cfg.Combos {
+	for _, c := range combos {
 		raw[c.Name] = c
 	}
-	for _, c := range cfg.Combos {
+	for _, c := range combos {
 		if t.isModel(c.Name) {
 			t.Warnings = append(t.Warnings, fmt.Sprintf("combo %q shadows a provider model of the same name; the combo wins", c.Name))
 		}
 		if _, err := t.buildCombo(c.Name, raw, []string{c.Name}); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	for _, c := range cfg.Combos {
+	for _, c := range combos {
 		t.Combos = append(t.Combos, t.combos[c.Name])
 	}
-	return t, nil
+	return nil
 }
 
 func (t *Topology) isModel(name string) bool {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 )
 
@@ -146,5 +147,44 @@ func TestResolveIsBuiltOnce(t *testing.T) {
 	}
 	if _, ok := topo.Resolve("p1/nope"); ok {
 		t.Error("an unknown name resolved")
+	}
+}
+
+// TestWithCombosSharesConnections: a topology derived with other combos (a
+// combo defined through the API) routes over the very connections of the
+// file's, so what an upstream reported to one of them counts in both, and
+// its combos are validated as Build's are.
+func TestWithCombosSharesConnections(t *testing.T) {
+	file, err := Build(cfgWith())
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := file.WithCombos([]config.Combo{{Name: "api", Targets: []config.Target{{Model: "p1/m", Connection: "k2"}, {Model: "p2/shared"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := api.Resolve("api")
+	if !ok || refs(res.Candidates) != "p1/k2:m,p2/k3:shared" {
+		t.Fatalf("Resolve(api) = %v %q", ok, refs(res.Candidates))
+	}
+	direct, _ := file.Resolve("p1/m")
+	if res.Candidates[0].Connection != direct.Candidates[1].Connection {
+		t.Fatal("the derived topology must share the file topology's connections")
+	}
+	direct.Candidates[1].Connection.Reported.Store(&strategy.Quota{Remaining: 7, Limit: 10})
+	if q := res.Candidates[0].Connection.Reported.Load(); q == nil || q.Remaining != 7 {
+		t.Fatalf("a report on the file topology's p1/k2 is not seen through the API combo: %+v", q)
+	}
+	if _, ok := file.Resolve("api"); ok {
+		t.Fatal("the file topology must not gain the API combo")
+	}
+	if _, err := file.WithCombos([]config.Combo{{Name: "bad", Targets: []config.Target{{Model: "p9/m"}}}}); err == nil {
+		t.Fatal("a combo naming an unknown provider must be rejected")
+	}
+	if _, err := file.WithCombos([]config.Combo{
+		{Name: "a", Targets: []config.Target{{Model: "b"}}},
+		{Name: "b", Targets: []config.Target{{Model: "a"}}},
+	}); err == nil || !strings.Contains(err.Error(), "a") {
+		t.Fatalf("a cycle must be rejected, got %v", err)
 	}
 }
