@@ -16,13 +16,16 @@ const adminToken = "e2e-admin-token-5f0c2a9d8b7e41aa"
 // secrets are every credential of the test configuration: none may appear
 // in a page or an API answer the console uses.
 var secrets = []string{adminToken, "sk-e2e-alpha-1", "sk-e2e-alpha-2", "sk-e2e-beta-1", "sk-e2e-beta-2",
-	"sk-e2e-down-1", "sk-e2e-broke-1", "sk-e2e-claude-1"}
+	"sk-e2e-down-1", "sk-e2e-broke-1", "sk-e2e-claude-1", "sk-e2e-gamma-1"}
 
 const mockScript = `
 rules:
   - {name: down is down, key: sk-e2e-down-1, responses: [{status: 503}]}
   - {name: beta key 1 rate limited, key: sk-e2e-beta-1, responses: [{status: 429, headers: {Retry-After: "60"}}]}
   - {name: beta key 2 rate limited, key: sk-e2e-beta-2, responses: [{status: 429, headers: {Retry-After: "60"}}]}
+  - name: gamma rate limited without a hint
+    key: sk-e2e-gamma-1
+    responses: [{status: 429, body: '{"error": {"message": "Rate limit reached.", "type": "requests", "code": "rate_limit_exceeded"}}'}]
   - name: broke has no credit
     key: sk-e2e-broke-1
     responses: [{status: 402, body: '{"error": {"message": "Your credit balance is too low to access the API.", "type": "invalid_request_error"}}'}]
@@ -64,6 +67,12 @@ providers:
     models: [b1]
     connections:
       - {id: b1key, api_key: sk-e2e-broke-1}
+  - id: gamma
+    kind: openai
+    base_url: MOCK/v1
+    models: [g1]
+    connections:
+      - {id: g1key, api_key: sk-e2e-gamma-1}
   - id: claude
     kind: anthropic
     profile: oauth
@@ -187,7 +196,17 @@ func TestConsoleInHeadlessChromium(t *testing.T) {
 	})
 
 	step(t, b, g, "cooling and terminal connections: time left, backoff, last error, when and why", func(t *testing.T) {
-		b.page("providers", has(`[data-conn="beta/bq2"] [data-field=state] .countdown`))
+		// gamma's key: a 429 without a Retry-After cools it by the
+		// exponential backoff, which raises its level to 1.
+		if code := g.chat("gamma/g1"); code != 429 {
+			t.Fatalf("gamma/g1: %d, want 429", code)
+		}
+		b.page("providers", has(`[data-conn="beta/bq2"] [data-field=state] .countdown`)+" && "+has(`[data-conn="gamma/g1key"] [data-field=state] .countdown`))
+		if c := g.apiConn("gamma", "g1key"); path(c, "backoff_level") != float64(1) {
+			t.Errorf("admin API: gamma/g1key backoff level %v, want 1 after one 429 without a hint: %v", path(c, "backoff_level"), c)
+		} else if got := b.text(`[data-conn="gamma/g1key"] [data-field=backoff]`); got != "1" {
+			t.Errorf("gamma/g1key: backoff level %q on the page, 1 in the API", got)
+		}
 		// beta's keys cool for their Retry-After (60 s; an honoured hint
 		// keeps the backoff level at 0).
 		for _, conn := range []string{"bq1", "bq2"} {
