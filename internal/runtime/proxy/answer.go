@@ -55,7 +55,7 @@ func (p *Proxy) Reject(req *Request, e *wire.APIError) *Result {
 // the client's format when the provider speaks another. A body that is not
 // a JSON object (an HTML page, truncated JSON) is the upstream's broken
 // answer: recorded as a protocol error and failed over.
-func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h http.Header, rb []byte) *Result {
+func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h answerHeader, rb []byte) *Result {
 	// A body that is not JSON is a protocol error, checked before the
 	// emptiness test (which reads leniently). A translated answer is
 	// parsed by its translator, which fails on the same bodies, so only an
@@ -81,13 +81,15 @@ func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candid
 			p.recordFailure(ctx, x, cd, 0, nil, nil, &upstream.ProtocolError{Err: upstream.ErrMalformedBody, Detail: "untranslatable"})
 			return nil
 		}
-		h.Set("Content-Type", "application/json")
 	}
 	x.final = cd
 	p.recordSuccess(ctx, x, cd, status)
 	res := p.answer(x, status)
 	res.Header = routeHeaders(res.Header, x, cd)
-	p.copyResponseHeaders(res, h)
+	p.copyAnswerHeaders(res, h, ex.Translated())
+	if ex.Translated() {
+		res.set("Content-Type", "application/json")
+	}
 	res.Body = rb
 	res.Route = x.route()
 	return res
@@ -215,19 +217,37 @@ func routeHeaders(h []wire.Header, x *state, cd topology.Candidate) []wire.Heade
 
 // copyResponseHeaders passes through the upstream headers a client may
 // use: content type, request ids and rate-limit information, each value
-// redacted (an upstream may echo anything). Names in an http.Header are
-// canonical, so they compare without lower-casing.
+// redacted (an upstream may echo anything), the first value of each.
 func (p *Proxy) copyResponseHeaders(res *Result, h http.Header) {
-	for k, v := range h {
-		if len(v) == 0 {
-			continue
-		}
+	p.copyAnswerHeaders(res, answerHeader{h: h}, false)
+}
+
+// copyAnswerHeaders is copyResponseHeaders for an answer's headers
+// wherever they lie; a translated answer's Content-Type is left out (the
+// caller sets its own). Names are canonical, so they compare without
+// lower-casing.
+func (p *Proxy) copyAnswerHeaders(res *Result, h answerHeader, translated bool) {
+	from := len(res.Header)
+	for k, v := range h.all {
 		switch {
+		case k == "Content-Type" && translated:
 		case k == "Content-Type", k == "X-Request-Id", k == "Request-Id", k == "Retry-After", k == "Openai-Processing-Ms",
 			strings.HasPrefix(k, "X-Ratelimit-"), strings.HasPrefix(k, "Anthropic-Ratelimit-"):
-			res.set(k, p.red.String(v[0]))
+			if !copied(res.Header[from:], k) {
+				res.set(k, p.red.String(v))
+			}
 		}
 	}
+}
+
+// copied reports whether hs already holds a header named name.
+func copied(hs []wire.Header, name string) bool {
+	for _, h := range hs {
+		if h.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // finish writes the request's one access line and its request metric; an

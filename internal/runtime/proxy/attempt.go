@@ -141,7 +141,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		p.recordFailure(ctx, x, cd, 0, nil, nil, fmt.Errorf("reading upstream body: %w", err))
 		return nil
 	}
-	return p.answerBuffered(ctx, x, cd, ex, resp.StatusCode, resp.Header, rb)
+	return p.answerBuffered(ctx, x, cd, ex, resp.StatusCode, answerHeader{h: resp.Header}, rb)
 }
 
 // bufferedAttempt makes a non-streaming call on the synchronous client
@@ -154,7 +154,7 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 	if err := ctx.Err(); err != nil {
 		return p.fail(x, cancelled(ctx))
 	}
-	h := p.upstreamHeaders(x, cd)
+	h := p.bufferedHeaders(x, cd)
 	t0 := time.Now()
 	lim, firstBy := tm.call(p.clock.Now(), false)
 	fb, byDeadline := x.firstByteBefore(lim.FirstByte, t0)
@@ -171,16 +171,17 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 		return nil
 	}
-	p.observeRateLimit(x, cd, b.Header)
+	ah := answerHeader{b: b}
+	p.observeAnswerRateLimit(x, cd, ah)
 	if b.Status < 200 || b.Status > 299 {
 		eb := b.Body
 		if len(eb) > maxErrorBody {
 			eb = eb[:maxErrorBody]
 		}
-		p.recordFailure(ctx, x, cd, b.Status, b.Header, eb, nil)
+		p.recordFailure(ctx, x, cd, b.Status, ah.header(), eb, nil)
 		return nil
 	}
-	return p.answerBuffered(ctx, x, cd, ex, b.Status, b.Header, b.Body)
+	return p.answerBuffered(ctx, x, cd, ex, b.Status, ah, b.Body)
 }
 
 // upstreamHeaders are the headers of an upstream request: the
@@ -188,23 +189,42 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 // forwards (never client keys, session or lease headers); an on_request
 // plugin may add or remove headers, never the credential.
 func (p *Proxy) upstreamHeaders(x *state, cd topology.Candidate) http.Header {
+	return p.buildUpstreamHeaders(cd.Provider, cd.Connection, x.stream, x.req.Extra, x.req.Forward)
+}
+
+// bufferedHeaders are upstreamHeaders for a buffered call, which only
+// reads them: a request that forwards no client header and has no plugin
+// header gets its connection's own, built once with the routing view and
+// shared (the caller must not modify them).
+func (p *Proxy) bufferedHeaders(x *state, cd topology.Candidate) http.Header {
+	if !x.stream && len(x.req.Extra) == 0 && len(x.req.Forward) == 0 {
+		if h, ok := x.rt.plainHeaders[cd.Connection]; ok {
+			return h
+		}
+	}
+	return p.upstreamHeaders(x, cd)
+}
+
+// buildUpstreamHeaders builds the headers of an upstream request to cn
+// (upstreamHeaders).
+func (p *Proxy) buildUpstreamHeaders(pv *topology.Provider, cn *topology.Connection, stream bool, extra map[string]string, forward []wire.Header) http.Header {
 	// The three fixed headers share one backing array (names already
 	// canonical): one allocation instead of three.
 	fixed := make([]string, 3)
 	fixed[0], fixed[1], fixed[2] = "application/json", p.ua, "application/json"
-	if x.stream {
+	if stream {
 		fixed[2] = "text/event-stream"
 	}
 	h := make(http.Header, 6)
 	h["Content-Type"], h["User-Agent"], h["Accept"] = fixed[0:1:1], fixed[1:2:2], fixed[2:3:3]
-	for k, v := range x.req.Extra {
+	for k, v := range extra {
 		if v == "" {
 			h.Del(k)
 		} else {
 			h.Set(k, v)
 		}
 	}
-	cd.Provider.Adapter.SetHeaders(h, cd.Connection.APIKey, x.req.Forward)
+	pv.Adapter.SetHeaders(h, cn.APIKey, forward)
 	return h
 }
 

@@ -3,6 +3,7 @@ package proxy
 import (
 	"context"
 	"hash/fnv"
+	"net/http"
 	"slices"
 	"time"
 
@@ -16,6 +17,11 @@ import (
 type Routing struct {
 	Topology *topology.Topology
 	routes   map[*topology.Combo]*comboRoute
+	// plainHeaders are the upstream headers of each connection's
+	// buffered requests that forward no client header and carry no plugin
+	// header (bufferedHeaders), built once: they are shared and never
+	// modified.
+	plainHeaders map[*topology.Connection]http.Header
 }
 
 // comboRoute is a combo with its routing strategy, built once.
@@ -86,7 +92,13 @@ func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 	for _, c := range topo.Combos {
 		add(c)
 	}
-	return &Routing{Topology: topo, routes: routes}
+	plain := make(map[*topology.Connection]http.Header)
+	for _, pv := range topo.Providers {
+		for _, cn := range pv.Connections {
+			plain[cn] = p.buildUpstreamHeaders(pv, cn, false, nil, nil)
+		}
+	}
+	return &Routing{Topology: topo, routes: routes, plainHeaders: plain}
 }
 
 // servableOf is servable for a resolution: its candidates themselves (no

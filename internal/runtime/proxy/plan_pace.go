@@ -21,6 +21,12 @@ import (
 // header names and allocates nothing; one with them, a map of those
 // headers alone.
 func (p *Proxy) observeRateLimit(x *state, cd topology.Candidate, h http.Header) {
+	p.observeAnswerRateLimit(x, cd, answerHeader{h: h})
+}
+
+// observeAnswerRateLimit is observeRateLimit for an answer's headers
+// wherever they lie.
+func (p *Proxy) observeAnswerRateLimit(x *state, cd topology.Candidate, h answerHeader) {
 	if !hasRateLimitHeaders(h) {
 		return
 	}
@@ -41,8 +47,8 @@ func (p *Proxy) observeRateLimit(x *state, cd topology.Candidate, h http.Header)
 // hasRateLimitHeaders reports whether h has a rate-limit remaining header
 // (x-ratelimit-remaining*, anthropic-ratelimit-*-remaining), the only
 // headers pacing and the quota readers use.
-func hasRateLimitHeaders(h http.Header) bool {
-	for name := range h {
+func hasRateLimitHeaders(h answerHeader) bool {
+	for name := range h.all {
 		if len(name) < len("X-Ratelimit-Remaining") {
 			continue
 		}
@@ -63,11 +69,14 @@ func hasRateLimitHeaders(h http.Header) bool {
 // rateLimitHeaders returns h's x-ratelimit-* and anthropic-ratelimit-*
 // headers (the only ones engine.PaceHint and strategy.ParseQuotaHeaders
 // read), names lower-cased, first values.
-func rateLimitHeaders(h http.Header) map[string]string {
+func rateLimitHeaders(h answerHeader) map[string]string {
 	m := make(map[string]string, 8)
-	for k, v := range h {
-		if len(v) > 0 && (hasPrefixFold(k, "x-ratelimit-") || hasPrefixFold(k, "anthropic-ratelimit-")) {
-			m[strings.ToLower(k)] = v[0]
+	for k, v := range h.all {
+		if hasPrefixFold(k, "x-ratelimit-") || hasPrefixFold(k, "anthropic-ratelimit-") {
+			lk := strings.ToLower(k)
+			if _, seen := m[lk]; !seen {
+				m[lk] = v
+			}
 		}
 	}
 	return m

@@ -23,7 +23,7 @@ func TestHasRateLimitHeaders(t *testing.T) {
 		{http.Header{"Content-Type": {"application/json"}, "X-Request-Id": {"abc"}}, false},
 		{nil, false},
 	} {
-		if got := hasRateLimitHeaders(tc.h); got != tc.want {
+		if got := hasRateLimitHeaders(answerHeader{h: tc.h}); got != tc.want {
 			t.Errorf("hasRateLimitHeaders(%v) = %v, want %v", tc.h, got, tc.want)
 		}
 	}
@@ -36,7 +36,7 @@ func BenchmarkHasRateLimitHeaders(b *testing.B) {
 		"Content-Length": {"312"}, "X-Request-Id": {"req_0123456789"}, "Openai-Processing-Ms": {"120"}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if hasRateLimitHeaders(h) {
+		if hasRateLimitHeaders(answerHeader{h: h}) {
 			b.Fatal("found one")
 		}
 	}
@@ -65,7 +65,7 @@ func TestBestFirst(t *testing.T) {
 // rateLimitHeaders keeps the rate-limit headers alone, names lower-cased:
 // what pacing and the quota readers read, nothing else of the answer.
 func TestRateLimitHeaders(t *testing.T) {
-	got := rateLimitHeaders(http.Header{
+	got := rateLimitHeaders(answerHeader{h: http.Header{
 		"X-Ratelimit-Remaining-Requests":       {"0"},
 		"X-Ratelimit-Reset-Requests":           {"1.5s"},
 		"Anthropic-Ratelimit-Tokens-Remaining": {"10", "11"},
@@ -73,7 +73,7 @@ func TestRateLimitHeaders(t *testing.T) {
 		"Retry-After":                          {"3"},
 		"X-Request-Id":                         {"req_1"},
 		"X-Ratelimit-Limit-Tokens":             {},
-	})
+	}})
 	want := map[string]string{
 		"x-ratelimit-remaining-requests":       "0",
 		"x-ratelimit-reset-requests":           "1.5s",

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -19,8 +20,31 @@ import (
 // Buffered is a whole upstream answer read by DoBuffered.
 type Buffered struct {
 	Status int
-	Header http.Header
+	// Fields are the answer's headers in the order they came, names in
+	// canonical form (a repeated header appears once per value).
+	Fields []wire.Header
 	Body   []byte
+}
+
+// Header returns the answer's headers as an http.Header, built on each
+// call.
+func (b *Buffered) Header() http.Header {
+	h := make(http.Header, len(b.Fields))
+	for _, f := range b.Fields {
+		h[f.Name] = append(h[f.Name], f.Value)
+	}
+	return h
+}
+
+// Get returns the first value of the header name (in canonical form), ""
+// when the answer has none.
+func (b *Buffered) Get(name string) string {
+	for _, f := range b.Fields {
+		if f.Name == name {
+			return f.Value
+		}
+	}
+	return ""
 }
 
 // Buffers reports whether DoBuffered serves a route: direct connections
@@ -228,12 +252,12 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 	if err := c.DoDeadline(req, resp, time.Now().Add(firstByte)); err != nil {
 		return nil, fastError(err, firstByte)
 	}
-	out := &Buffered{Status: resp.StatusCode(), Header: headerOf(&resp.Header)}
+	out := &Buffered{Status: resp.StatusCode(), Fields: fieldsOf(&resp.Header)}
 	rb := resp.Body()
 	if out.Status >= 300 && out.Status <= 399 && len(rb) > MaxRedirectBody {
 		rb = rb[:MaxRedirectBody]
 	}
-	coding, ok := contentCoding(out.Header.Get("Content-Encoding"))
+	coding, ok := contentCoding(out.Get("Content-Encoding"))
 	if !ok {
 		return nil, protocolErr(ErrContentEncoding, coding)
 	}
@@ -244,38 +268,44 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 	if out.Body, err = decodeAll(coding, rb, p.maxBody); err != nil {
 		return nil, err
 	}
-	out.Header.Del("Content-Encoding")
-	out.Header.Del("Content-Length")
+	out.Fields = slices.DeleteFunc(out.Fields, func(f wire.Header) bool {
+		return f.Name == "Content-Encoding" || f.Name == "Content-Length"
+	})
 	return out, nil
 }
 
-// headerOf copies an answer's headers into an http.Header in four
-// allocations whatever their number: the map, one string holding every
-// name and value, one backing array for the value slices, and the Buffered
-// itself aside. fasthttp has put the names in canonical form already
-// (CanonicalMIMEHeaderKey returns them as they are).
-func headerOf(rh *fasthttp.ResponseHeader) http.Header {
-	n, size := 0, 0
-	rh.VisitAll(func(k, v []byte) { n, size = n+1, size+len(k)+len(v) })
-	buf := make([]byte, 0, size)
-	rh.VisitAll(func(k, v []byte) { buf = append(append(buf, k...), v...) })
-	all := string(buf)
-	vals := make([]string, n)
-	h := make(http.Header, n)
-	i, at := 0, 0
-	rh.VisitAll(func(k, v []byte) {
-		key := textproto.CanonicalMIMEHeaderKey(all[at : at+len(k)])
-		val := all[at+len(k) : at+len(k)+len(v)]
-		at += len(k) + len(v)
-		vals[i] = val
-		if prev, ok := h[key]; ok {
-			h[key] = append(prev, val) // a repeated header: its own array
-		} else {
-			h[key] = vals[i : i+1 : i+1]
-		}
-		i++
-	})
-	return h
+// fieldsOf copies an answer's headers in two allocations whatever their
+// number: one string holding every name and value, and the list. Names
+// are put in canonical form (fasthttp has done so already, so
+// CanonicalMIMEHeaderKey returns them as they are).
+func fieldsOf(rh *fasthttp.ResponseHeader) []wire.Header {
+	var hv headerVisit
+	rh.VisitAll(hv.count)
+	hv.buf = make([]byte, 0, hv.size)
+	rh.VisitAll(hv.copy)
+	hv.all = string(hv.buf)
+	hv.out = make([]wire.Header, 0, hv.n)
+	rh.VisitAll(hv.cut)
+	return hv.out
+}
+
+// headerVisit is fieldsOf's state across its three passes.
+type headerVisit struct {
+	n, size, at int
+	buf         []byte
+	all         string
+	out         []wire.Header
+}
+
+func (v *headerVisit) count(k, val []byte) { v.n, v.size = v.n+1, v.size+len(k)+len(val) }
+
+func (v *headerVisit) copy(k, val []byte) { v.buf = append(append(v.buf, k...), val...) }
+
+func (v *headerVisit) cut(k, val []byte) {
+	name := textproto.CanonicalMIMEHeaderKey(v.all[v.at : v.at+len(k)])
+	value := v.all[v.at+len(k) : v.at+len(k)+len(val)]
+	v.at += len(k) + len(val)
+	v.out = append(v.out, wire.Header{Name: name, Value: value})
 }
 
 // copiedBody is the size up to which setBody copies a spliced body into

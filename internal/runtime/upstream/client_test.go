@@ -93,16 +93,16 @@ func TestDoBufferedReadsTheWholeAnswerFromTheBoundAddress(t *testing.T) {
 	if host, _, _ := net.SplitHostPort(remote); host != "127.0.0.4" || auth != "Bearer k" {
 		t.Fatalf("upstream saw %s with %q", remote, auth)
 	}
-	if b.Status != 429 || string(b.Body) != `{"error":"slow down"}` || b.Header.Get("X-Ratelimit-Remaining-Requests") != "7" {
-		t.Fatalf("answer %d %q %v", b.Status, b.Body, b.Header)
+	if b.Status != 429 || string(b.Body) != `{"error":"slow down"}` || b.Get("X-Ratelimit-Remaining-Requests") != "7" {
+		t.Fatalf("answer %d %q %v", b.Status, b.Body, b.Fields)
 	}
 }
 
-// TestHeaderOf: the answer's headers copied from fasthttp are what
+// TestFieldsOf: the answer's headers copied from fasthttp are what
 // http.Header.Add of each would give: canonical names, every value of a
 // repeated header in order, and values that stay put when another header
-// is added later.
-func TestHeaderOf(t *testing.T) {
+// is added later; Get reads the first value of a name.
+func TestFieldsOf(t *testing.T) {
 	var rh fasthttp.ResponseHeader
 	rh.Set("content-type", "application/json")
 	rh.Add("X-Ratelimit-Remaining-Requests", "41")
@@ -111,9 +111,13 @@ func TestHeaderOf(t *testing.T) {
 	rh.Add("x-empty", "")
 	want := http.Header{}
 	rh.VisitAll(func(k, v []byte) { want.Add(string(k), string(v)) })
-	got := headerOf(&rh)
+	b := &Buffered{Fields: fieldsOf(&rh)}
+	got := b.Header()
 	if !reflect.DeepEqual(got, want) {
-		t.Fatalf("headerOf = %v, want %v", got, want)
+		t.Fatalf("fieldsOf = %v, want %v", got, want)
+	}
+	if b.Get("Set-Cookie") != "a=1" || b.Get("X-Ratelimit-Remaining-Requests") != "41" || b.Get("X-Missing") != "" {
+		t.Fatalf("Get: %v", b.Fields)
 	}
 	got.Add("Content-Type", "text/plain")
 	if got.Get("X-Ratelimit-Remaining-Requests") != "41" || got.Values("Content-Type")[0] != "application/json" {

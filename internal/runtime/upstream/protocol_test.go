@@ -46,7 +46,7 @@ func both(t *testing.T, url string, h http.Header, body string, f func(t *testin
 			f(t, 0, nil, nil, err)
 			return
 		}
-		f(t, b.Status, b.Header, b.Body, nil)
+		f(t, b.Status, b.Header(), b.Body, nil)
 	})
 }
 

@@ -13,7 +13,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -171,7 +173,13 @@ func (u *Upstream) DoBuffered(method, url string, h http.Header, b wire.Splice, 
 	if rec.status == 0 {
 		rec.status = http.StatusOK
 	}
-	return &upstream.Buffered{Status: rec.status, Header: rec.header.Clone(), Body: rec.buf.Bytes()}, nil
+	var fields []wire.Header
+	for _, k := range slices.Sorted(maps.Keys(rec.header)) {
+		for _, v := range rec.header[k] {
+			fields = append(fields, wire.Header{Name: k, Value: v})
+		}
+	}
+	return &upstream.Buffered{Status: rec.status, Fields: fields, Body: rec.buf.Bytes()}, nil
 }
 
 // callTimers are the timers of one call on the Upstream's clock: the

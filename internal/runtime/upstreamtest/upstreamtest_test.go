@@ -103,7 +103,7 @@ func TestDoBuffered(t *testing.T) {
 	h := http.Header{"Authorization": {"Bearer sk-x"}}
 	b, err := u.DoBuffered(http.MethodPost, "http://upstream.test/v1/chat/completions", h,
 		wire.Owned([]byte(`{"model":"err","messages":[{"role":"user","content":"hi"}]}`)), upstream.Route{}, 5*time.Second)
-	if err != nil || b.Status != 429 || b.Header.Get("Retry-After") != "3" || !strings.Contains(string(b.Body), "rate_limit") {
+	if err != nil || b.Status != 429 || b.Get("Retry-After") != "3" || !strings.Contains(string(b.Body), "rate_limit") {
 		t.Fatalf("%v %+v", err, b)
 	}
 	_, err = u.DoBuffered(http.MethodPost, "http://upstream.test/v1/chat/completions", h,
