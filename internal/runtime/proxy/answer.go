@@ -24,7 +24,7 @@ import (
 // way. A request has one Result: it lives in the request's state.
 func (p *Proxy) answer(x *state, status int) *Result {
 	res := &x.res
-	*res = Result{Status: status, Header: append(x.hdr[:0], x.header...)}
+	*res = Result{Status: status, Header: append(x.hdr[:0], x.header...), x: x}
 	return res
 }
 

@@ -59,13 +59,15 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 	if p.metrics != nil && ticket.QueueWait() > 0 {
 		p.metrics.AdmissionWait(ticket.QueueWait())
 	}
-	tm := p.newAttemptTimers(p.clock.Now(), ticket.QueueWait(), ticket.ExecutionBudget(p.up.Timeouts().FirstByte))
+	timers := p.newAttemptTimers(p.clock.Now(), ticket.QueueWait(), ticket.ExecutionBudget(p.up.Timeouts().FirstByte))
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
 	wcfg, walled := wallConfig(cd)
-	if !x.stream && !walled && !cd.Provider.EgressBucketed && tm.hard == 0 && p.up.Buffers(route) {
+	if !x.stream && !walled && !cd.Provider.EgressBucketed && timers.hard == 0 && p.up.Buffers(route) {
 		defer ticket.Release()
-		return p.bufferedAttempt(ctx, x, cd, ex, out, route, tm)
+		return p.bufferedAttempt(ctx, x, cd, ex, out, route, &timers)
 	}
+	tm := new(attemptTimers) // a stream keeps it: on the heap only here
+	*tm = timers
 	detached := out.Detached() // the transport may read it after the handler returned
 	actx, cancelCtx := context.WithCancel(ctx)
 	cancel := func() { cancelCtx(); ticket.Release() }
@@ -158,7 +160,7 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 	t0 := time.Now()
 	lim, firstBy := tm.call(p.clock.Now(), false)
 	fb, byDeadline := x.firstByteBefore(lim.FirstByte, t0)
-	b, err := p.up.DoBuffered(http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), h, out, route, fb)
+	b, err := p.up.DoBuffered(http.MethodPost, p.upstreamURL(x, cd, ex), h, out, route, fb)
 	x.upstreamTime += time.Since(t0)
 	if err != nil {
 		if te, ok := upstream.AsTimeout(err); ok && te.Timer == upstream.TimerFirstByte && byDeadline {
@@ -226,6 +228,17 @@ func (p *Proxy) buildUpstreamHeaders(pv *topology.Provider, cn *topology.Connect
 	}
 	pv.Adapter.SetHeaders(h, cn.APIKey, forward)
 	return h
+}
+
+// upstreamURL is the upstream URL of the request to cd through ex: with no
+// client query parameter to pass on, the one built with the routing view.
+func (p *Proxy) upstreamURL(x *state, cd topology.Candidate, ex *provider.Exchange) string {
+	if len(x.req.Query) == 0 && cd.Provider.Adapter.Exchange(x.format) == ex {
+		if u, ok := x.rt.plainURLs[plainURL{cd.Provider, x.format}]; ok {
+			return u
+		}
+	}
+	return ex.URL(cd.Provider.BaseURL, x.req.Query)
 }
 
 // traceEgress records the egress address of an upstream call (§12): the

@@ -25,7 +25,19 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		// fasthttp's housekeeping, for the test on a real loopback
+		// upstream (TestBufferedPathAllocations): its process-wide Date
+		// header ticker, never stopped; its worker-pool cleaner, which
+		// checks its stop channel between 10 s sleeps; and the buffered
+		// client's idle-connection cleaners, which end once no idle
+		// connection is left, up to 90 s later.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*Client).mCleaner"),
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"))
+}
 
 var epoch = time.Date(2025, 7, 1, 9, 0, 0, 0, time.UTC)
 

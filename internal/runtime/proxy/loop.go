@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
@@ -98,6 +99,9 @@ type Result struct {
 	// Code is the error code of a failed request ("" on success), as the
 	// access line and metrics record it.
 	Code string
+
+	// x is the request's state, which holds the Result (Release).
+	x *state
 }
 
 // Route is where a request went: the provider, connection and upstream
@@ -480,12 +484,33 @@ type state struct {
 	hdr [8]wire.Header
 }
 
+// states holds request states given back by Release, zeroed, for reuse:
+// a state is a few kilobytes, allocated per request otherwise.
+var states = sync.Pool{New: func() any { return new(state) }}
+
 func (p *Proxy) newState(req *Request) *state {
-	x := &state{req: *req, format: req.Format, stream: req.Parsed.Stream, start: req.Start, rt: p.routing.Load(), tools: req.Parsed.Tools}
+	x := states.Get().(*state)
+	x.req, x.format, x.stream, x.start, x.rt, x.tools = *req, req.Format, req.Parsed.Stream, req.Start, p.routing.Load(), req.Parsed.Tools
 	if x.start.IsZero() {
 		x.start = time.Now()
 	}
 	return x
+}
+
+// Release gives back the request state behind a non-streaming Result of
+// Serve once the caller has written it out: the caller must not use res,
+// nor anything of its Header, afterwards (its Body, never part of the
+// state, stays valid). Releasing is optional: a Result never released is
+// collected as any value. A stream's Result is not released (its state
+// lives until the stream ends), nor is one of an orchestration's
+// internal calls (the orchestration reads it after Serve).
+func (p *Proxy) Release(res *Result) {
+	if res == nil || res.Stream != nil || res.x == nil || &res.x.res != res || res.x.req.Internal {
+		return
+	}
+	x := res.x
+	*x = state{}
+	states.Put(x)
 }
 
 // exclusionEntry is one candidate the engine excluded, as the 503

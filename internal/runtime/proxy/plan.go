@@ -22,6 +22,15 @@ type Routing struct {
 	// header (bufferedHeaders), built once: they are shared and never
 	// modified.
 	plainHeaders map[*topology.Connection]http.Header
+	// plainURLs are the upstream URLs of each provider's endpoints with
+	// no client query parameter (upstreamURL), built once.
+	plainURLs map[plainURL]string
+}
+
+// plainURL names a provider's endpoint for a client format.
+type plainURL struct {
+	provider *topology.Provider
+	format   wire.Format
 }
 
 // comboRoute is a combo with its routing strategy, built once.
@@ -93,12 +102,18 @@ func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 		add(c)
 	}
 	plain := make(map[*topology.Connection]http.Header)
+	urls := make(map[plainURL]string)
 	for _, pv := range topo.Providers {
 		for _, cn := range pv.Connections {
 			plain[cn] = p.buildUpstreamHeaders(pv, cn, false, nil, nil)
 		}
+		for f := range wire.NumFormats {
+			if ex := pv.Adapter.Exchange(f); ex != nil {
+				urls[plainURL{pv, f}] = ex.URL(pv.BaseURL, nil)
+			}
+		}
 	}
-	return &Routing{Topology: topo, routes: routes, plainHeaders: plain}
+	return &Routing{Topology: topo, routes: routes, plainHeaders: plain, plainURLs: urls}
 }
 
 // servableOf is servable for a resolution: its candidates themselves (no

@@ -54,9 +54,9 @@ type attemptTimers struct {
 // end is budget after the request for admission: with no queueing and a
 // budget equal to the first-byte timeout (the defaults), the first-byte
 // timer is the one that cuts.
-func (p *Proxy) newAttemptTimers(now time.Time, queued, budget time.Duration) *attemptTimers {
+func (p *Proxy) newAttemptTimers(now time.Time, queued, budget time.Duration) attemptTimers {
 	t := p.up.Timeouts()
-	return &attemptTimers{
+	return attemptTimers{
 		budget:    budget,
 		budgetEnd: now.Add(budget - queued),
 		firstByte: t.FirstByte,

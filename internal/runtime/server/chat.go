@@ -84,6 +84,7 @@ func (s *Server) serveClient(ctx *fasthttp.RequestCtx, f wire.Format) {
 	if res.Stream == nil {
 		sc.end()
 		s.render(ctx, res)
+		s.proxy.Release(res) // render copied its headers; its body is not the state's
 		return
 	}
 	s.renderStream(ctx, res, sc)

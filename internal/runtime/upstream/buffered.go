@@ -10,6 +10,7 @@ import (
 	"net/textproto"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -281,9 +282,9 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 func fieldsOf(rh *fasthttp.ResponseHeader) []wire.Header {
 	var hv headerVisit
 	rh.VisitAll(hv.count)
-	hv.buf = make([]byte, 0, hv.size)
+	hv.buf.Grow(hv.size)
 	rh.VisitAll(hv.copy)
-	hv.all = string(hv.buf)
+	hv.all = hv.buf.String()
 	hv.out = make([]wire.Header, 0, hv.n)
 	rh.VisitAll(hv.cut)
 	return hv.out
@@ -292,14 +293,14 @@ func fieldsOf(rh *fasthttp.ResponseHeader) []wire.Header {
 // headerVisit is fieldsOf's state across its three passes.
 type headerVisit struct {
 	n, size, at int
-	buf         []byte
+	buf         strings.Builder
 	all         string
 	out         []wire.Header
 }
 
 func (v *headerVisit) count(k, val []byte) { v.n, v.size = v.n+1, v.size+len(k)+len(val) }
 
-func (v *headerVisit) copy(k, val []byte) { v.buf = append(append(v.buf, k...), val...) }
+func (v *headerVisit) copy(k, val []byte) { v.buf.Write(k); v.buf.Write(val) }
 
 func (v *headerVisit) cut(k, val []byte) {
 	name := textproto.CanonicalMIMEHeaderKey(v.all[v.at : v.at+len(k)])

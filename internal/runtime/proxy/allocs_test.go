@@ -1,0 +1,69 @@
+package proxy_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+
+	"github.com/valyala/fasthttp"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
+)
+
+// maxBufferedAllocs bounds the allocations of one non-streaming request
+// answered on its first attempt (TestBufferedPathAllocations), with the
+// upstream headers and URL shared per connection, the answer's headers
+// read where they lie and the request state reused: what is left is the
+// admission ticket, the quoted upstream model spliced into the body, the
+// answer (upstream.Buffered), its body and its headers (one string, one
+// list).
+const maxBufferedAllocs = 7
+
+// A non-streaming request answered 2xx on its first attempt, through the
+// gateway's buffered client to a real upstream over loopback, allocates
+// at most maxBufferedAllocs times, the upstream's own serving included
+// (fasthttp's server allocates nothing per request), and its answer
+// carries the relayed upstream headers.
+func TestBufferedPathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts do not hold under -race")
+	}
+	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"m1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
+		if !strings.HasPrefix(string(ctx.Request.Header.Peek("Authorization")), "Bearer sk-a") {
+			ctx.SetStatusCode(401)
+			return
+		}
+		ctx.Response.Header.SetContentType("application/json")
+		ctx.Response.Header.Set("X-Request-Id", "req_up_1")
+		ctx.Response.Header.Set("Openai-Processing-Ms", "12")
+		ctx.Response.Header.Set("X-Ratelimit-Limit-Requests", "500")
+		ctx.Response.SetBodyRaw(answer)
+	}}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Shutdown() })
+	cfg := strings.Replace(loopConfig, "http://upstream.test/v1", "http://"+ln.Addr().String()+"/v1", 1)
+	pool := upstream.NewPool(upstream.Timeouts{})
+	t.Cleanup(pool.Close)
+	l := newLoop(t, cfg, "", func(s *setup) { s.proxy.Upstream = pool })
+	req := l.request(wire.FormatChat, chat("alpha/m1", ""))
+	req.Start = epoch // a request's arrival, stamped by the server
+	serve := func() {
+		res := l.p.Serve(context.Background(), req)
+		if res.Status != 200 || res.HeaderValue("X-Request-Id") != "req_up_1" || res.HeaderValue("Openai-Processing-Ms") != "12" ||
+			res.HeaderValue("X-Breakwater-Provider") != "alpha" || string(res.Body) != string(answer) {
+			t.Fatalf("answer %d %v %s", res.Status, res.Header, res.Body)
+		}
+		l.p.Release(res)
+	}
+	serve() // the client's connection, the routing's headers
+	if n := testing.AllocsPerRun(200, serve); n > maxBufferedAllocs {
+		t.Fatalf("%v allocations per request, want at most %d", n, maxBufferedAllocs)
+	}
+}
