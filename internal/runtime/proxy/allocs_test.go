@@ -15,11 +15,11 @@ import (
 // maxBufferedAllocs bounds the allocations of one non-streaming request
 // answered on its first attempt (TestBufferedPathAllocations), with the
 // upstream headers and URL shared per connection, the answer's headers
-// read where they lie and the request state reused: what is left is the
-// admission ticket, the quoted upstream model spliced into the body, the
-// answer (upstream.Buffered), its body and its headers (one string, one
-// list).
-const maxBufferedAllocs = 7
+// read where they lie, the answer and the attempt's timers on the stack
+// and the request state reused: what is left is the admission ticket, the
+// quoted upstream model spliced into the body, the answer's body and its
+// headers (one string, one list).
+const maxBufferedAllocs = 5
 
 // A non-streaming request answered 2xx on its first attempt, through the
 // gateway's buffered client to a real upstream over loopback, allocates

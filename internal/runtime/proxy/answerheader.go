@@ -32,12 +32,3 @@ func (a answerHeader) all(yield func(name, value string) bool) {
 		}
 	}
 }
-
-// header returns the headers as an http.Header (a buffered answer's built
-// on each call, for the failure paths).
-func (a answerHeader) header() http.Header {
-	if a.b != nil {
-		return a.b.Header()
-	}
-	return a.h
-}

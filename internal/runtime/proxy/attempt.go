@@ -173,14 +173,14 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 		return nil
 	}
-	ah := answerHeader{b: b}
+	ah := answerHeader{b: &b}
 	p.observeAnswerRateLimit(x, cd, ah)
 	if b.Status < 200 || b.Status > 299 {
 		eb := b.Body
 		if len(eb) > maxErrorBody {
 			eb = eb[:maxErrorBody]
 		}
-		p.recordFailure(ctx, x, cd, b.Status, ah.header(), eb, nil)
+		p.recordFailure(ctx, x, cd, b.Status, b.Header(), eb, nil)
 		return nil
 	}
 	return p.answerBuffered(ctx, x, cd, ex, b.Status, ah, b.Body)

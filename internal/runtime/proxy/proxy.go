@@ -148,7 +148,7 @@ type Upstream interface {
 	// DoBuffered sends a request and reads the whole answer: its first
 	// byte within firstByte, then never silent longer than the idle
 	// timeout (non-streaming calls on routes it Buffers).
-	DoBuffered(method, url string, h http.Header, body wire.Splice, r upstream.Route, firstByte time.Duration) (*upstream.Buffered, error)
+	DoBuffered(method, url string, h http.Header, body wire.Splice, r upstream.Route, firstByte time.Duration) (upstream.Buffered, error)
 	// Buffers reports whether DoBuffered serves a route.
 	Buffers(r upstream.Route) bool
 	// Timeouts are the client's connect, first-byte and idle timeouts.

@@ -226,14 +226,16 @@ func (c *phasedConn) Handshake() error {
 // *ProtocolError. A call that cannot be sent fails with a *LocalError.
 //
 // The body is written from its pieces, without a copy of the client's
-// bytes (setBody); it must stay valid until DoBuffered returns.
-func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r Route, firstByte time.Duration) (*Buffered, error) {
+// bytes (setBody); it must stay valid until DoBuffered returns. The answer
+// is returned by value: a caller that keeps it on its stack allocates
+// only its body and headers.
+func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r Route, firstByte time.Duration) (Buffered, error) {
 	if err := CheckHeaders(h); err != nil {
-		return nil, err
+		return Buffered{}, err
 	}
 	c, err := p.fastClient(r)
 	if err != nil {
-		return nil, &LocalError{Err: err}
+		return Buffered{}, &LocalError{Err: err}
 	}
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
@@ -251,23 +253,23 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 		firstByte = p.timeouts.FirstByte
 	}
 	if err := c.DoDeadline(req, resp, time.Now().Add(firstByte)); err != nil {
-		return nil, fastError(err, firstByte)
+		return Buffered{}, fastError(err, firstByte)
 	}
-	out := &Buffered{Status: resp.StatusCode(), Fields: fieldsOf(&resp.Header)}
+	out := Buffered{Status: resp.StatusCode(), Fields: fieldsOf(&resp.Header)}
 	rb := resp.Body()
 	if out.Status >= 300 && out.Status <= 399 && len(rb) > MaxRedirectBody {
 		rb = rb[:MaxRedirectBody]
 	}
 	coding, ok := contentCoding(out.Get("Content-Encoding"))
 	if !ok {
-		return nil, protocolErr(ErrContentEncoding, coding)
+		return Buffered{}, protocolErr(ErrContentEncoding, coding)
 	}
 	if coding == "" {
 		out.Body = append([]byte(nil), rb...)
 		return out, nil
 	}
 	if out.Body, err = decodeAll(coding, rb, p.maxBody); err != nil {
-		return nil, err
+		return Buffered{}, err
 	}
 	out.Fields = slices.DeleteFunc(out.Fields, func(f wire.Header) bool {
 		return f.Name == "Content-Encoding" || f.Name == "Content-Length"

@@ -140,16 +140,16 @@ func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) 
 // timeout), then never a silence longer than the idle timeout between two
 // writes. A handler cut by a timer is cancelled and the call fails with
 // an *upstream.TimeoutError.
-func (u *Upstream) DoBuffered(method, url string, h http.Header, b wire.Splice, _ upstream.Route, firstByte time.Duration) (*upstream.Buffered, error) {
+func (u *Upstream) DoBuffered(method, url string, h http.Header, b wire.Splice, _ upstream.Route, firstByte time.Duration) (upstream.Buffered, error) {
 	if err := upstream.CheckHeaders(h); err != nil {
-		return nil, err
+		return upstream.Buffered{}, err
 	}
 	u.calls.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b.AppendTo(nil)))
 	if err != nil {
-		return nil, fmt.Errorf("upstreamtest: %w", err)
+		return upstream.Buffered{}, fmt.Errorf("upstreamtest: %w", err)
 	}
 	req.Header = h.Clone()
 	tm := u.startTimers(upstream.Limits{FirstByte: firstByte})
@@ -162,13 +162,13 @@ func (u *Upstream) DoBuffered(method, url string, h http.Header, b wire.Splice, 
 	case te := <-tm.fired:
 		cancel()
 		<-done
-		return nil, te
+		return upstream.Buffered{}, te
 	}
 	if te := tm.progressCut(); te != nil {
-		return nil, te
+		return upstream.Buffered{}, te
 	}
 	if err != nil {
-		return nil, err
+		return upstream.Buffered{}, err
 	}
 	if rec.status == 0 {
 		rec.status = http.StatusOK
@@ -179,7 +179,7 @@ func (u *Upstream) DoBuffered(method, url string, h http.Header, b wire.Splice, 
 			fields = append(fields, wire.Header{Name: k, Value: v})
 		}
 	}
-	return &upstream.Buffered{Status: rec.status, Fields: fields, Body: rec.buf.Bytes()}, nil
+	return upstream.Buffered{Status: rec.status, Fields: fields, Body: rec.buf.Bytes()}, nil
 }
 
 // callTimers are the timers of one call on the Upstream's clock: the

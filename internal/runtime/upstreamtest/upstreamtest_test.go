@@ -185,7 +185,7 @@ func TestTimersOnTheInjectedClock(t *testing.T) {
 				go func() {
 					defer close(done)
 					if path == "DoBuffered" {
-						var b *upstream.Buffered
+						var b upstream.Buffered
 						if b, err = u.DoBuffered(http.MethodPost, "http://upstream.test/v1/chat/completions", nil, wire.Owned([]byte(`{}`)), upstream.Route{}, 0); err == nil {
 							body = string(b.Body)
 						}

@@ -25,8 +25,23 @@ func (r Request) SpliceModel(body []byte, model string) Splice {
 	if model == r.Model {
 		return Splice{head: body}
 	}
-	q, _ := json.Marshal(model)
-	return Splice{head: body[:r.modelStart], value: q, tail: body[r.modelEnd:]}
+	return Splice{head: body[:r.modelStart], value: quoteModel(model), tail: body[r.modelEnd:]}
+}
+
+// quoteModel returns model as a JSON string, as json.Marshal writes it,
+// in one allocation for a model name of printable ASCII that json.Marshal
+// leaves unescaped (every configured model name in practice).
+func quoteModel(model string) []byte {
+	for i := 0; i < len(model); i++ {
+		if c := model[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(model)
+			return q
+		}
+	}
+	q := make([]byte, len(model)+2)
+	q[0], q[len(q)-1] = '"', '"'
+	copy(q[1:], model)
+	return q
 }
 
 // Len returns the body's length in bytes.

@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"encoding/json"
 	"testing"
 )
 
@@ -50,5 +51,21 @@ func TestOwnedIsItsOwnDetachedCopy(t *testing.T) {
 	}
 	if b, ok := s.Single(); !ok || &b[0] != &out[0] {
 		t.Fatal("an owned body is one piece")
+	}
+}
+
+// TestQuoteModelIsJSONMarshal: the spliced model value is what
+// json.Marshal writes, for plain names (quoted in one allocation) and for
+// names it escapes.
+func TestQuoteModelIsJSONMarshal(t *testing.T) {
+	for _, model := range []string{"gpt-4o", "prov/claude-3-5-sonnet@20241022", "a b~!#$%'()*+,-./:;=?[]^_`{|}", "",
+		`gpt-"x"`, `back\slash`, "<b>&", "été", "tab\there", "line\u2028sep", "\xff"} {
+		want, _ := json.Marshal(model)
+		if got := quoteModel(model); !bytes.Equal(got, want) {
+			t.Errorf("%q: quoted %s, want %s", model, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = quoteModel("prov/gpt-4o") }); n != 1 {
+		t.Errorf("%v allocations for a plain name, want 1", n)
 	}
 }
