@@ -134,3 +134,19 @@ func TestScopeFastPathAllocations(t *testing.T) {
 		t.Fatalf("%v allocations per request, want the context's only (≤ 3)", allocs)
 	}
 }
+
+// Request ids are the server's prefix and a base-36 sequence number, each
+// new, in one allocation.
+func TestNextRequestID(t *testing.T) {
+	s := &Server{reqPrefix: "bw-"}
+	if a, b := s.nextRequestID(), s.nextRequestID(); a != "bw-1" || b != "bw-2" {
+		t.Fatalf("ids %q, %q; want bw-1, bw-2", a, b)
+	}
+	s.reqSeq.Store(36*36 - 2)
+	if id := s.nextRequestID(); id != "bw-zz" {
+		t.Fatalf("id %q, want bw-zz", id)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = s.nextRequestID() }); n != 1 {
+		t.Fatalf("%v allocations per id, want 1", n)
+	}
+}

@@ -254,8 +254,11 @@ func (s *Server) queueWait() time.Duration {
 	return time.Duration(s.eng.CurrentSettings().RequestQueue.MaxWaitMS) * time.Millisecond
 }
 
+// nextRequestID names a new request: the server's prefix and a sequence
+// number, in one allocation (the digits are formatted on the stack).
 func (s *Server) nextRequestID() string {
-	return s.reqPrefix + strconv.FormatUint(s.reqSeq.Add(1), 36)
+	var digits [16]byte
+	return s.reqPrefix + string(strconv.AppendUint(digits[:0], s.reqSeq.Add(1), 36))
 }
 
 // errorHandler answers the errors a route returns and Fiber's own (body
