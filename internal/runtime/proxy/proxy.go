@@ -147,7 +147,8 @@ type Upstream interface {
 	Do(req *http.Request, r upstream.Route, lim upstream.Limits) (*http.Response, error)
 	// DoBuffered sends a request and reads the whole answer: its first
 	// byte within firstByte, then never silent longer than the idle
-	// timeout (non-streaming calls on routes it Buffers).
+	// timeout (non-streaming calls on routes it Buffers). It only reads
+	// h, which may be shared by concurrent calls.
 	DoBuffered(method, url string, h http.Header, body wire.Splice, r upstream.Route, firstByte time.Duration) (upstream.Buffered, error)
 	// Buffers reports whether DoBuffered serves a route.
 	Buffers(r upstream.Route) bool
