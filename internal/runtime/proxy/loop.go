@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
@@ -484,12 +483,11 @@ type state struct {
 	hdr [8]wire.Header
 }
 
-// states holds request states given back by Release, zeroed, for reuse:
-// a state is a few kilobytes, allocated per request otherwise.
-var states = sync.Pool{New: func() any { return new(state) }}
-
 func (p *Proxy) newState(req *Request) *state {
-	x := states.Get().(*state)
+	x, _ := p.states.Get().(*state)
+	if x == nil {
+		x = new(state)
+	}
 	x.req, x.format, x.stream, x.start, x.rt, x.tools = *req, req.Format, req.Parsed.Stream, req.Start, p.routing.Load(), req.Parsed.Tools
 	if x.start.IsZero() {
 		x.start = time.Now()
@@ -510,7 +508,7 @@ func (p *Proxy) Release(res *Result) {
 	}
 	x := res.x
 	*x = state{}
-	states.Put(x)
+	p.states.Put(x)
 }
 
 // exclusionEntry is one candidate the engine excluded, as the 503
