@@ -96,6 +96,7 @@ type Settings struct {
 	RouteSeconds          float64   `json:"route_s,omitempty"`
 	CurveRatePerS         float64   `json:"curve_rate_per_s"`
 	CurveSeconds          float64   `json:"curve_s"`
+	SliceSeconds          float64   `json:"slice_s"`
 	Profile               bool      `json:"profile"`
 }
 

@@ -303,6 +303,11 @@ type measurement struct {
 	// before runs just before the measured run; after once the run is
 	// over and the client's connections are closed (both optional).
 	before, after func(context.Context)
+	// client, when set, is the client to send with; measure then leaves
+	// its connections open (an interleaved load keeps one client per
+	// target over all its slices). quiet leaves out the progress line.
+	client *http.Client
+	quiet  bool
 }
 
 // measure runs one measurement against one target: warm-up, mock counter
@@ -312,8 +317,11 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	if m.timeout > 0 {
 		timeout = m.timeout
 	}
-	client := load.NewClient(m.conns, timeout)
-	defer client.CloseIdleConnections()
+	client := m.client
+	if client == nil {
+		client = load.NewClient(m.conns, timeout)
+		defer client.CloseIdleConnections()
+	}
 	if m.warm != nil {
 		if err := m.warm(ctx, client); err != nil {
 			return Run{}, fmt.Errorf("warm-up of %s: %w", m.tgt.name, err)
@@ -341,7 +349,9 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	res, err := m.run(ctx, client)
 	wall := time.Since(start)
 	self1 := selfCPU()
-	client.CloseIdleConnections()
+	if m.client == nil {
+		client.CloseIdleConnections()
+	}
 	if m.after != nil && err == nil {
 		m.after(ctx)
 	}
@@ -371,12 +381,19 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	if m.tgt.mid == b.gw {
 		b.rep.Gateway.Requests += run.Sent
 	}
-	fmt.Fprintf(os.Stderr, "bench:   %-7s %d/%d ok, %.0f req/s, p50 %.3f ms, p99 %.3f ms\n",
-		m.tgt.name, run.OK, run.Scheduled, run.RPS, run.Latency.P50MS, run.Latency.P99MS)
+	if !m.quiet {
+		progress(m.tgt.name, run)
+	}
 	if err := sleepCtx(ctx, b.o.settle); err != nil {
 		return Run{}, err
 	}
 	return run, nil
+}
+
+// progress prints one run's figures to stderr.
+func progress(name string, run Run) {
+	fmt.Fprintf(os.Stderr, "bench:   %-7s %d/%d ok, %.0f req/s, p50 %.3f ms, p99 %.3f ms\n",
+		name, run.OK, run.Scheduled, run.RPS, run.Latency.P50MS, run.Latency.P99MS)
 }
 
 // driveFunc sends one load to req for d.
@@ -414,12 +431,9 @@ func (b *bench) measureTrio(ctx context.Context, tgts [3]target, m measurement, 
 // openLoop is scenario 1: every rate, on the three targets.
 func (b *bench) openLoop(ctx context.Context) error {
 	for _, rate := range b.o.rates {
-		drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
-			return load.OpenLoop(ctx, c, req, load.Schedule{Rate: rate, Duration: d}, b.o.maxInFlight)
-		}
 		tr, err := b.measureTrio(ctx, b.targets(false),
 			measurement{conns: b.o.openConns, openLoop: true, profile: fmt.Sprintf("open-loop-%.0f", rate)},
-			drive, b.o.warmup, b.o.openDuration)
+			b.openDrive(rate), b.o.warmup, b.o.openDuration)
 		if err != nil {
 			return err
 		}
