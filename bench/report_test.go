@@ -24,10 +24,10 @@ func okRun(target string, n int, l Latency) Run {
 // with a little room.
 func fullReport() *Report {
 	open := func(rate float64, n int, d, b, g Latency) OpenLoopResult {
-		return OpenLoopResult{RatePerS: rate, Trio: Trio{Direct: okRun("direct", n, d), Bare: okRun("bare", n, b), Gateway: okRun("gateway", n, g)}}
+		return OpenLoopResult{RatePerS: rate, WarmRounds: 2, Rounds: 10, Trio: Trio{Direct: okRun("direct", n, d), Bare: okRun("bare", n, b), Gateway: okRun("gateway", n, g)}}
 	}
 	r := &Report{
-		Settings: Settings{CurveRatePerS: 500, CurveSeconds: 5},
+		Settings: Settings{CurveRatePerS: 500, CurveSeconds: 5, SliceSeconds: 1},
 		Gateway:  GatewaySetup{Requests: 1000, AccessLines: 1002, ConfigChanges: []string{"`x: y`"}},
 		OpenLoop: []OpenLoopResult{
 			open(500, 5000, lat(0.30, 0.80), lat(0.40, 1.00), lat(0.44, 1.25)),
@@ -274,7 +274,7 @@ func TestMarkdownAndJSON(t *testing.T) {
 	for _, want := range []string{
 		"## Targets", "## Budgets kept", "| max throughput at 64 connections | ≥ 90 % of the bare proxy | 95.0 % (19000 vs 20000 req/s) | **PASS** |",
 		"default settings except `x: y`", "log level the default (info): the access log is on (1002 access lines written for 1000 requests",
-		"### 500 req/s", "| direct | bare proxy | Breakwater | Breakwater − bare | Breakwater − direct |",
+		"### 500 req/s\n\n2 warm-up and 10 measured rounds.", "each in turn (direct → bare proxy → Breakwater) gets a slice of 1.0 s", "| direct | bare proxy | Breakwater | Breakwater − bare | Breakwater − direct |",
 		"| p50 | 0.300 ms | 0.400 ms | 0.440 ms | **+0.040 ms** | +0.140 ms |",
 		"## 2. Max throughput (closed loop, 64 connections", "**95.0 %**",
 		"| proxy CPU / request | – | 40.0 µs | 44.0 µs | ×1.10 |",

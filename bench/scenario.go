@@ -428,16 +428,19 @@ func (b *bench) measureTrio(ctx context.Context, tgts [3]target, m measurement, 
 	return Trio{Direct: runs[0], Bare: runs[1], Gateway: runs[2]}, nil
 }
 
-// openLoop is scenario 1: every rate, on the three targets.
+// openLoop is scenario 1: every rate, on the three targets interleaved in
+// slices of -slice (direct → bare → gateway, round after round) until each
+// had -warmup, then -duration measured.
 func (b *bench) openLoop(ctx context.Context) error {
 	for _, rate := range b.o.rates {
-		tr, err := b.measureTrio(ctx, b.targets(false),
-			measurement{conns: b.o.openConns, openLoop: true, profile: fmt.Sprintf("open-loop-%.0f", rate)},
-			b.openDrive(rate), b.o.warmup, b.o.openDuration)
+		tgts := b.targets(false)
+		runs, err := b.interleave(ctx, tgts[:], interleaved{conns: b.o.openConns, openLoop: true, drive: b.openDrive(rate),
+			warm: b.o.warmup, total: b.o.openDuration, slice: b.o.slice, profiles: []string{"", "", fmt.Sprintf("open-loop-%.0f", rate)}})
 		if err != nil {
-			return err
+			return fmt.Errorf("%.0f req/s: %w", rate, err)
 		}
-		b.rep.OpenLoop = append(b.rep.OpenLoop, OpenLoopResult{RatePerS: rate, Trio: tr})
+		b.rep.OpenLoop = append(b.rep.OpenLoop, OpenLoopResult{RatePerS: rate, Trio: Trio{Direct: runs[0], Bare: runs[1], Gateway: runs[2]},
+			WarmRounds: roundsOf(b.o.warmup, b.o.slice), Rounds: max(1, roundsOf(b.o.openDuration, b.o.slice))})
 	}
 	return nil
 }
