@@ -9,6 +9,12 @@ import (
 	"github.com/breakwater-dev/breakwater/bench/internal/load"
 )
 
+// sliceGap is the pause between two slices of an interleaved load (-settle
+// comes after the whole load): every answer of the slice before is read
+// by then, and what its processes do after one (an access-log line, a
+// timer) takes microseconds.
+const sliceGap = 20 * time.Millisecond
+
 // interleaved is one load measured on several targets in turn, slice by
 // slice, instead of one target after the other: a machine growing busier
 // or quieter over the load then weighs on every target alike.
@@ -82,7 +88,7 @@ func (b *bench) interleave(ctx context.Context, tgts []target, il interleaved) (
 			if tgt.mid == b.gw {
 				b.rep.Gateway.Requests += res.Sent
 			}
-			if err := sleepCtx(ctx, b.o.settle); err != nil {
+			if err := sleepCtx(ctx, sliceGap); err != nil {
 				return nil, err
 			}
 			continue
@@ -92,7 +98,7 @@ func (b *bench) interleave(ctx context.Context, tgts []target, il interleaved) (
 			caps = b.profileAll(ctx, tgts, il, rounds)
 		}
 		var res *load.Result
-		run, err := b.measure(ctx, measurement{tgt: tgt, client: client, conns: il.conns, openLoop: il.openLoop, quiet: true, dur: il.slice,
+		run, err := b.measure(ctx, measurement{tgt: tgt, client: client, conns: il.conns, openLoop: il.openLoop, quiet: true, dur: il.slice, pause: sliceGap,
 			run: func(ctx context.Context, c *http.Client) (*load.Result, error) {
 				r, err := il.drive(ctx, c, tgt.req, il.slice)
 				res = r
@@ -105,6 +111,9 @@ func (b *bench) interleave(ctx context.Context, tgts []target, il interleaved) (
 	}
 	for _, c := range caps {
 		c.wait()
+	}
+	if err := sleepCtx(ctx, b.o.settle); err != nil {
+		return nil, err
 	}
 	out := make([]Run, len(tgts))
 	for i, tgt := range tgts {
@@ -120,7 +129,7 @@ func (b *bench) profileAll(ctx context.Context, tgts []target, il interleaved, r
 	if b.profiler == nil {
 		return nil
 	}
-	d := time.Duration(rounds*len(tgts)) * (il.slice + b.o.settle)
+	d := time.Duration(rounds*len(tgts)) * (il.slice + sliceGap)
 	var caps []*capture
 	for i, tgt := range tgts {
 		if i < len(il.profiles) && il.profiles[i] != "" && tgt.mid != nil {
@@ -157,6 +166,7 @@ func (p *parts) total(name string, openLoop, stream bool) Run {
 	run := runOf(name, mergeResults(p.results), openLoop, stream)
 	run.UpstreamCalls = 0
 	for _, r := range p.runs {
+		run.SliceP50MS = append(run.SliceP50MS, r.Latency.P50MS)
 		run.ProxyCPUMS += r.ProxyCPUMS
 		run.MockCPUMS += r.MockCPUMS
 		run.GeneratorCPUPct += r.GeneratorCPUPct / float64(len(p.runs))

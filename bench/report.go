@@ -140,6 +140,9 @@ type Run struct {
 	// sampled every 100 ms, in bytes; 0 for direct runs.
 	ProxyMaxRSS int64          `json:"proxy_max_rss_bytes,omitempty"`
 	Errors      map[string]int `json:"errors,omitempty"`
+	// SliceP50MS is, for a run measured in slices (interleaved), each
+	// slice's p50 in the order measured.
+	SliceP50MS []float64 `json:"slice_p50_ms,omitempty"`
 }
 
 // Trio is one load measured three ways: straight to the mock, through the
@@ -454,7 +457,7 @@ func (r *Report) Markdown() string {
 			"the client keeps at most %[3]d connections per target and a request finding them all busy waits, which counts. "+
 			"Latency from the scheduled time also includes the generator's own lateness (send lag). "+
 			"The three targets are measured interleaved, so the machine's drift weighs on them alike: round after round, each in "+
-			"turn (direct → bare proxy → Breakwater) gets a slice of %.1[4]f s of the rate, each with its own client kept over its "+
+			"turn (direct → bare proxy → Breakwater) gets a slice of %[4]g s of the rate, each with its own client kept over its "+
 			"slices; rounds of warm-up until each had %.1[2]f s, then measured rounds until each had %.0[1]f s, each target's "+
 			"latencies merged over its slices.\n\n",
 			s.OpenLoopSeconds, s.WarmupSeconds, s.OpenLoopConnections, s.SliceSeconds)

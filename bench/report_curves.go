@@ -395,9 +395,9 @@ func (r *Report) curvesMarkdown(b *strings.Builder) {
 		case curveCombos:
 			what = "combos in the configuration; requests address the combo `bench-combo` (priority, one target: `bench/bench-model`)"
 		}
-		fmt.Fprintf(b, "### %s\n\nA gateway per row with that many %s, all started before the curve. Open loop at %.0f req/s on "+
-			"direct, the bare proxy and every row's gateway, interleaved: round after round, each target in turn (direct → bare proxy → "+
-			"Breakwater at each size, smallest first) gets a slice of %.1f s; %d rounds of warm-up, then %d measured rounds (%.1f s per "+
+		fmt.Fprintf(b, "### %s\n\nA gateway per row with that many %s. The curve's gateways are all started before it; open loop at "+
+			"%.0f req/s on direct, the bare proxy and every row's gateway, interleaved: round after round, each target in turn (direct → "+
+			"bare proxy → Breakwater at each size, smallest first) gets a slice of %g s; %d rounds of warm-up, then %d measured rounds (%g s per "+
 			"target), each target's latencies merged over its slices. So the machine's drift weighs on every column and every row alike; "+
 			"direct and the bare proxy are measured once for the curve and shown in every row.\n\n",
 			cc.What, what, r.Settings.CurveRatePerS, cc.SliceSeconds, cc.WarmRounds, cc.Rounds, float64(cc.Rounds)*cc.SliceSeconds)

@@ -308,6 +308,8 @@ type measurement struct {
 	// target over all its slices). quiet leaves out the progress line.
 	client *http.Client
 	quiet  bool
+	// pause, when set, replaces -settle as the pause after the run.
+	pause time.Duration
 }
 
 // measure runs one measurement against one target: warm-up, mock counter
@@ -384,7 +386,11 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	if !m.quiet {
 		progress(m.tgt.name, run)
 	}
-	if err := sleepCtx(ctx, b.o.settle); err != nil {
+	pause := b.o.settle
+	if m.pause > 0 {
+		pause = m.pause
+	}
+	if err := sleepCtx(ctx, pause); err != nil {
 		return Run{}, err
 	}
 	return run, nil
