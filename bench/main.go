@@ -166,7 +166,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.rlLoad, "rl-load", 0.7, "rate-limited: offered load as a share of the keys' total capacity")
 	fs.BoolVar(&o.skipCurves, "skip-curves", false, "skip the cost-as-the-work-grows curves")
 	fs.Float64Var(&o.curveRate, "curve-rate", targetRate, "curves: open-loop rate of the configuration-size rows, req/s")
-	fs.DurationVar(&o.curveDuration, "curve-duration", 5*time.Second, "curves: measured time of each configuration-size and body-size row, per target")
+	fs.DurationVar(&o.curveDuration, "curve-duration", 10*time.Second, "curves: measured time of each configuration-size and body-size row, per target")
 	fs.DurationVar(&o.slice, "slice", 250*time.Millisecond, "fixed rate and configuration-size curves: length of one target's turn; the targets take turns in slices until each had -warmup, then its measured time")
 	providers := fs.String("curve-providers", "1,10,100,1000", "curves: providers in the configuration, one row each (\"\" skips)")
 	connections := fs.String("curve-connections", "1,10,100,1000", "curves: connections of the routed provider, one row each (\"\" skips)")

@@ -87,7 +87,7 @@ func TestParseFlagsCurves(t *testing.T) {
 		!slices.Equal(o.slowStreams, []int{10, 100, 1000, 10000}) || !slices.Equal(o.bodySizes, []int{1024, 10240, 102400, 1048576}) {
 		t.Errorf("curve defaults = %v, %v, %v, %v", o.curveProviders, o.curveCombos, o.slowStreams, o.bodySizes)
 	}
-	if o.slice != 250*time.Millisecond || o.curveDuration != 5*time.Second || o.curveRate != targetRate {
+	if o.slice != 250*time.Millisecond || o.curveDuration != 10*time.Second || o.curveRate != targetRate {
 		t.Errorf("interleaved curve defaults = slice %v, %v per target at %v req/s", o.slice, o.curveDuration, o.curveRate)
 	}
 	if o.rlKeys != 2 || o.rlRate != 5 || o.rlBurst != 5 || o.rlLoad != 0.7 || o.profile {
