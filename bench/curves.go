@@ -45,15 +45,11 @@ func (b *bench) curves(ctx context.Context) error {
 			continue
 		}
 		fmt.Fprintf(os.Stderr, "bench:  %s curve %v...\n", cc.what, cc.sizes)
-		curve := &ConfigCurve{What: cc.what}
-		*cc.into = curve
-		for _, n := range cc.sizes {
-			row, err := b.configRow(ctx, cc.what, n)
-			if err != nil {
-				return err
-			}
-			curve.Rows = append(curve.Rows, row)
+		curve, err := b.configCurve(ctx, cc.what, cc.sizes)
+		if err != nil {
+			return err
 		}
+		*cc.into = curve
 	}
 	if len(b.o.bodySizes) > 0 {
 		fmt.Fprintf(os.Stderr, "bench:  body size curve %v...\n", b.o.bodySizes)
@@ -74,9 +70,45 @@ func (b *bench) curves(ctx context.Context) error {
 	return nil
 }
 
-// configRow measures one configuration size: a gateway of that shape, the
-// open-loop rate of -curve-rate on the three targets.
-func (b *bench) configRow(ctx context.Context, what string, n int) (ConfigRow, error) {
+// configCurve measures one configuration-size curve: a gateway of each
+// size, all started up front, and the open-loop rate of -curve-rate on
+// direct, the bare proxy and every size's gateway, interleaved in slices
+// of -slice (direct → bare → each size, smallest first, round after
+// round), so that the machine's drift weighs on every column and every
+// row alike. Direct and the bare proxy are measured once for the curve
+// and shared by its rows.
+func (b *bench) configCurve(ctx context.Context, what string, sizes []int) (*ConfigCurve, error) {
+	curve := &ConfigCurve{What: what, SliceSeconds: b.o.slice.Seconds(), WarmRounds: roundsOf(b.o.warmup, b.o.slice),
+		Rounds: max(1, roundsOf(b.o.curveDuration, b.o.slice))}
+	var tgts []target
+	profiles := []string{"", ""}
+	for _, n := range sizes {
+		gw, model, err := b.configGateway(ctx, what, n)
+		if err != nil {
+			return nil, err
+		}
+		defer gw.Stop()
+		tr := b.trio(gw, chatBody(directModel, false), chatBody(model, false), false)
+		if tgts == nil {
+			tgts = append(tgts, tr[0], tr[1])
+		}
+		tgts = append(tgts, tr[2])
+		profiles = append(profiles, gw.Name)
+	}
+	runs, err := b.interleave(ctx, tgts, interleaved{conns: b.o.openConns, openLoop: true, drive: b.openDrive(b.o.curveRate),
+		warm: b.o.warmup, total: b.o.curveDuration, slice: b.o.slice, profiles: profiles})
+	if err != nil {
+		return nil, fmt.Errorf("%s curve: %w", what, err)
+	}
+	for i, n := range sizes {
+		curve.Rows = append(curve.Rows, ConfigRow{Size: n, Trio: Trio{Direct: runs[0], Bare: runs[1], Gateway: runs[2+i]}})
+	}
+	return curve, nil
+}
+
+// configGateway starts the gateway of one configuration size and returns
+// it with the model its requests address.
+func (b *bench) configGateway(ctx context.Context, what string, n int) (*proc.Child, string, error) {
 	name := fmt.Sprintf("gateway-%s-%d", what, n)
 	shape := proc.Shape{DataDir: filepath.Join(b.dir, "data-"+name), MockAddr: b.mock.Addr, Providers: 1}
 	model := gatewayModel
@@ -92,19 +124,7 @@ func (b *bench) configRow(ctx context.Context, what string, n int) (ConfigRow, e
 		shape.Listen = listen
 		return proc.GatewayConfig(shape)
 	})
-	if err != nil {
-		return ConfigRow{}, err
-	}
-	defer gw.Stop()
-	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
-		return load.OpenLoop(ctx, c, req, load.Schedule{Rate: b.o.curveRate, Duration: d}, b.o.maxInFlight)
-	}
-	tr, err := b.measureTrio(ctx, b.trio(gw, chatBody(directModel, false), chatBody(model, false), false),
-		measurement{conns: b.o.openConns, openLoop: true, profile: name}, drive, b.o.warmup, b.o.curveDuration)
-	if err != nil {
-		return ConfigRow{}, err
-	}
-	return ConfigRow{Size: n, Trio: tr}, nil
+	return gw, model, err
 }
 
 // bodyCurve measures requests of every -body-sizes size through a gateway
@@ -126,13 +146,10 @@ func (b *bench) bodyCurve(ctx context.Context) error {
 	defer func() { _ = b.setStreamScript(ctx) }()
 	curve := &BodyCurve{RatePerS: b.o.bodyRate, CopyUSPerMB: copyCost()}
 	b.rep.Curves.BodySize = curve
-	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
-		return load.OpenLoop(ctx, c, req, load.Schedule{Rate: b.o.bodyRate, Duration: d}, b.o.maxInFlight)
-	}
 	for _, size := range b.o.bodySizes {
 		tr, err := b.measureTrio(ctx, b.trio(gw, sizedBody(directModel, size), sizedBody(gatewayModel, size), false),
 			measurement{conns: b.o.openConns, openLoop: true, profile: fmt.Sprintf("body-%d", size)},
-			drive, min(b.o.warmup, time.Second), b.o.curveDuration)
+			b.openDrive(b.o.bodyRate), min(b.o.warmup, time.Second), b.o.curveDuration)
 		if err != nil {
 			return err
 		}

@@ -74,6 +74,7 @@ type options struct {
 	skipCurves        bool
 	curveRate         float64
 	curveDuration     time.Duration
+	slice             time.Duration
 	curveProviders    []int
 	curveConnections  []int
 	curveCombos       []int
@@ -135,7 +136,7 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.strict, "strict", false, "exit 1 when a budget fails")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary directory (configuration, logs, Badger data)")
 	rates := fs.String("rates", "500,2000", "comma-separated open-loop rates, req/s")
-	fs.DurationVar(&o.openDuration, "duration", 10*time.Second, "measured time of each open-loop rate")
+	fs.DurationVar(&o.openDuration, "duration", 10*time.Second, "measured time of each open-loop rate, per target")
 	fs.DurationVar(&o.warmup, "warmup", 2*time.Second, "unmeasured warm-up before every measured run")
 	fs.IntVar(&o.conns, "conns", budgetConns, "closed-loop connections for max throughput")
 	fs.IntVar(&o.openConns, "open-conns", 256, "open loop: most connections per target")
@@ -165,7 +166,8 @@ func parseFlags(args []string) (options, error) {
 	fs.Float64Var(&o.rlLoad, "rl-load", 0.7, "rate-limited: offered load as a share of the keys' total capacity")
 	fs.BoolVar(&o.skipCurves, "skip-curves", false, "skip the cost-as-the-work-grows curves")
 	fs.Float64Var(&o.curveRate, "curve-rate", targetRate, "curves: open-loop rate of the configuration-size rows, req/s")
-	fs.DurationVar(&o.curveDuration, "curve-duration", 5*time.Second, "curves: measured time of each configuration-size and body-size row")
+	fs.DurationVar(&o.curveDuration, "curve-duration", 10*time.Second, "curves: measured time of each configuration-size and body-size row, per target")
+	fs.DurationVar(&o.slice, "slice", 250*time.Millisecond, "fixed rate and configuration-size curves: length of one target's turn; the targets take turns in slices until each had -warmup, then its measured time")
 	providers := fs.String("curve-providers", "1,10,100,1000", "curves: providers in the configuration, one row each (\"\" skips)")
 	connections := fs.String("curve-connections", "1,10,100,1000", "curves: connections of the routed provider, one row each (\"\" skips)")
 	combos := fs.String("curve-combos", "1,10,50,200", "curves: combos in the configuration, one row each (\"\" skips)")
@@ -239,8 +241,8 @@ func parseFlags(args []string) (options, error) {
 		*l.into = v
 	}
 	switch {
-	case o.rlKeys < 1, o.rlBurst < 1, o.rlRate <= 0, o.rlLoad <= 0, o.curveRate <= 0, o.bodyRate <= 0, o.curveDuration <= 0, o.slowRamp <= 0, o.slowHold <= 0:
-		return o, errors.New("-rl-keys, -rl-burst, -rl-rate, -rl-load, -curve-rate, -body-rate, -curve-duration, -slow-ramp and -slow-hold must be > 0")
+	case o.rlKeys < 1, o.rlBurst < 1, o.rlRate <= 0, o.rlLoad <= 0, o.curveRate <= 0, o.bodyRate <= 0, o.curveDuration <= 0, o.slice <= 0, o.slowRamp <= 0, o.slowHold <= 0:
+		return o, errors.New("-rl-keys, -rl-burst, -rl-rate, -rl-load, -curve-rate, -body-rate, -curve-duration, -slice, -slow-ramp and -slow-hold must be > 0")
 	case o.conns < 1, o.openConns < 1, o.streamWorkers < 1, o.streamChunks < 1, o.maxInFlight < 1:
 		return o, errors.New("-conns, -open-conns, -stream-workers, -stream-chunks and -max-inflight must be ≥ 1")
 	case o.openDuration <= 0, o.throughputDur <= 0, o.streamDuration <= 0, o.timeout <= 0:
@@ -334,6 +336,7 @@ func newReport(o options) *Report {
 			RouteSeconds:          o.routeDuration.Seconds(),
 			CurveRatePerS:         o.curveRate,
 			CurveSeconds:          o.curveDuration.Seconds(),
+			SliceSeconds:          o.slice.Seconds(),
 			Profile:               o.profile,
 		},
 	}

@@ -96,6 +96,7 @@ type Settings struct {
 	RouteSeconds          float64   `json:"route_s,omitempty"`
 	CurveRatePerS         float64   `json:"curve_rate_per_s"`
 	CurveSeconds          float64   `json:"curve_s"`
+	SliceSeconds          float64   `json:"slice_s"`
 	Profile               bool      `json:"profile"`
 }
 
@@ -139,6 +140,9 @@ type Run struct {
 	// sampled every 100 ms, in bytes; 0 for direct runs.
 	ProxyMaxRSS int64          `json:"proxy_max_rss_bytes,omitempty"`
 	Errors      map[string]int `json:"errors,omitempty"`
+	// SliceP50MS is, for a run measured in slices (interleaved), each
+	// slice's p50 in the order measured.
+	SliceP50MS []float64 `json:"slice_p50_ms,omitempty"`
 }
 
 // Trio is one load measured three ways: straight to the mock, through the
@@ -155,6 +159,11 @@ func (t Trio) measured() bool { return t.Direct.OK > 0 && t.Bare.OK > 0 && t.Gat
 // OpenLoopResult is scenario 1 at one rate.
 type OpenLoopResult struct {
 	RatePerS float64 `json:"rate_per_s"`
+	// WarmRounds and Rounds are the unmeasured and the measured rounds
+	// of the interleaved load, each a slice of Settings.SliceSeconds on
+	// every target.
+	WarmRounds int `json:"warm_rounds"`
+	Rounds     int `json:"rounds"`
 	Trio
 }
 
@@ -402,7 +411,8 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# Breakwater benchmark\n\n")
 	fmt.Fprintf(&b, "- Date: %s\n- Commit: %s\n- Go: %s (%s), %d CPUs\n- Load average (1 min, start → end): %s\n- Mode: %s\n",
 		r.Date, r.Commit, r.GoVersion, r.Platform, r.CPUs, r.LoadAvg, mode)
-	b.WriteString("- Three targets in every table, measured one after the other with the same generator, client settings and body: " +
+	b.WriteString("- Three targets in every table, measured with the same generator, client settings and body, one after the other " +
+		"except in the fixed-rate tables and the configuration-size curves, where they take turns in short slices: " +
 		"**direct** = the mock upstream called directly (`bench-model`); **bare proxy** = the same request through the harness's own " +
 		"bare fasthttp reverse proxy (one `HostClient`, no routing, no logging; streams flushed piece by piece), the physical floor " +
 		"of one extra hop; **Breakwater** = the same request through the gateway (`bench/bench-model`). The generator, the proxies " +
@@ -446,11 +456,14 @@ func (r *Report) Markdown() string {
 			"later requests (no coordinated omission). Latency runs from the send, the moment the request is handed to the client: "+
 			"the client keeps at most %[3]d connections per target and a request finding them all busy waits, which counts. "+
 			"Latency from the scheduled time also includes the generator's own lateness (send lag). "+
-			"%.0[1]f s per rate after %.1[2]f s of warm-up.\n\n",
-			s.OpenLoopSeconds, s.WarmupSeconds, s.OpenLoopConnections)
+			"The three targets are measured interleaved, so the machine's drift weighs on them alike: round after round, each in "+
+			"turn (direct → bare proxy → Breakwater) gets a slice of %[4]g s of the rate, each with its own client kept over its "+
+			"slices; rounds of warm-up until each had %.1[2]f s, then measured rounds until each had %.0[1]f s, each target's "+
+			"latencies merged over its slices.\n\n",
+			s.OpenLoopSeconds, s.WarmupSeconds, s.OpenLoopConnections, s.SliceSeconds)
 	}
 	for _, o := range r.OpenLoop {
-		fmt.Fprintf(&b, "### %.0f req/s\n\n", o.RatePerS)
+		fmt.Fprintf(&b, "### %.0f req/s\n\n%d warm-up and %d measured rounds.\n\n", o.RatePerS, o.WarmRounds, o.Rounds)
 		t.trioHead("")
 		t.successRow(o.Trio)
 		t.row("achieved rate", fmt.Sprintf("%.1f req/s", o.Direct.RPS), fmt.Sprintf("%.1f req/s", o.Bare.RPS),

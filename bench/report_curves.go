@@ -33,8 +33,14 @@ type Curves struct {
 
 // ConfigCurve is the p50 overhead as the configuration grows.
 type ConfigCurve struct {
-	What string      `json:"what"`
-	Rows []ConfigRow `json:"rows"`
+	What string `json:"what"`
+	// SliceSeconds is the length of one slice of the interleaved load;
+	// every target got WarmRounds unmeasured slices, then Rounds measured
+	// ones.
+	SliceSeconds float64     `json:"slice_s"`
+	WarmRounds   int         `json:"warm_rounds"`
+	Rounds       int         `json:"rounds"`
+	Rows         []ConfigRow `json:"rows"`
 }
 
 // ConfigRow is one configuration size.
@@ -48,16 +54,24 @@ type ConfigRow struct {
 // hundredths of a millisecond, would make the growth ratio mostly noise).
 func (t Trio) overheadP50() float64 { return t.Gateway.Latency.P50MS - t.Direct.Latency.P50MS }
 
-// growth returns the largest row's p50 overhead over the smallest's.
-func (c *ConfigCurve) growth() (float64, bool) {
+// overBareP50 is the gateway's p50 over the bare proxy's.
+func (t Trio) overBareP50() float64 { return t.Gateway.Latency.P50MS - t.Bare.Latency.P50MS }
+
+// growth returns the largest row's p50 overhead over direct over the
+// smallest's (the target's figure).
+func (c *ConfigCurve) growth() (float64, bool) { return c.growthOf(Trio.overheadP50) }
+
+// growthOf returns the largest row's overhead over the smallest's, the
+// overhead as over returns it.
+func (c *ConfigCurve) growthOf(over func(Trio) float64) (float64, bool) {
 	if c == nil || len(c.Rows) < 2 {
 		return 0, false
 	}
-	first, last := c.Rows[0], c.Rows[len(c.Rows)-1]
-	if !first.measured() || !last.measured() || first.overheadP50() <= 0 {
+	first, last := c.Rows[0].Trio, c.Rows[len(c.Rows)-1].Trio
+	if !first.measured() || !last.measured() || over(first) <= 0 {
 		return 0, false
 	}
-	return last.overheadP50() / first.overheadP50(), true
+	return over(last) / over(first), true
 }
 
 // BodyCurve is the overhead as the request body grows.
@@ -273,7 +287,8 @@ func (r *Report) curveTargets() []Budget {
 		curve *ConfigCurve
 	}{{curveProviders, c.Providers}, {curveConnections, c.Connections}, {curveCombos, c.Combos}} {
 		b := na(fmt.Sprintf("p50 overhead, 1 → many %s", cc.what), fmt.Sprintf("grows ≤ %.0f %%", 100*(targetCurveGrowth-1)),
-			fmt.Sprintf("Breakwater p50 − direct p50 at %.0f req/s, largest row / smallest (§5)", r.Settings.CurveRatePerS))
+			fmt.Sprintf("Breakwater p50 − direct p50 at %.0f req/s, largest row / smallest; direct, bare proxy and every row's gateway "+
+				"measured interleaved in slices (§5)", r.Settings.CurveRatePerS))
 		if g, ok := cc.curve.growth(); ok {
 			first, last := cc.curve.Rows[0], cc.curve.Rows[len(cc.curve.Rows)-1]
 			b.Figure = fmt.Sprintf("×%.2f (%s at %d, %s at %d)", g, dms(first.overheadP50()), first.Size, dms(last.overheadP50()), last.Size)
@@ -380,18 +395,26 @@ func (r *Report) curvesMarkdown(b *strings.Builder) {
 		case curveCombos:
 			what = "combos in the configuration; requests address the combo `bench-combo` (priority, one target: `bench/bench-model`)"
 		}
-		fmt.Fprintf(b, "### %s\n\nA gateway per row with that many %s. Open loop at %.0f req/s for %.1f s per target.\n\n",
-			cc.What, what, r.Settings.CurveRatePerS, r.Settings.CurveSeconds)
+		fmt.Fprintf(b, "### %s\n\nA gateway per row with that many %s. The curve's gateways are all started before it; open loop at "+
+			"%.0f req/s on direct, the bare proxy and every row's gateway, interleaved: round after round, each target in turn (direct → "+
+			"bare proxy → Breakwater at each size, smallest first) gets a slice of %g s; %d rounds of warm-up, then %d measured rounds (%g s per "+
+			"target), each target's latencies merged over its slices. So the machine's drift weighs on every column and every row alike; "+
+			"direct and the bare proxy are measured once for the curve and shown in every row.\n\n",
+			cc.What, what, r.Settings.CurveRatePerS, cc.SliceSeconds, cc.WarmRounds, cc.Rounds, float64(cc.Rounds)*cc.SliceSeconds)
 		t.head(cc.What, "direct p50", "bare p50", "Breakwater p50", "Breakwater − bare", "**Breakwater − direct**", "Breakwater p99 − bare p99", "Breakwater success", "proxy CPU / request (bare → Breakwater)")
 		for _, row := range cc.Rows {
 			bp, _ := cpuOfRun(row.Bare)
 			gp, _ := cpuOfRun(row.Gateway)
 			t.row(strconv.Itoa(row.Size), fms(row.Direct.Latency.P50MS), fms(row.Bare.Latency.P50MS), fms(row.Gateway.Latency.P50MS),
-				dms(row.Gateway.Latency.P50MS-row.Bare.Latency.P50MS), "**"+dms(row.overheadP50())+"**",
+				dms(row.overBareP50()), "**"+dms(row.overheadP50())+"**",
 				dms(row.Gateway.Latency.P99MS-row.Bare.Latency.P99MS), successCell(row.Gateway), fmt.Sprintf("%.1f → %.1f µs", bp, gp))
 		}
 		if g, ok := cc.growth(); ok {
-			fmt.Fprintf(b, "\nLargest / smallest p50 overhead: **×%.2f**.\n", g)
+			fmt.Fprintf(b, "\nLargest / smallest p50 overhead: **×%.2f**", g)
+			if gb, ok := cc.growthOf(Trio.overBareP50); ok {
+				fmt.Fprintf(b, " (over the bare proxy instead of direct: ×%.2f)", gb)
+			}
+			b.WriteString(".\n")
 		}
 		b.WriteString("\n")
 	}
@@ -406,7 +429,7 @@ func (r *Report) curvesMarkdown(b *strings.Builder) {
 			gp, _ := cpuOfRun(row.Gateway)
 			t.row(sizeText(row.Bytes), fms(row.Direct.Latency.P50MS), fms(row.Bare.Latency.P50MS), fms(row.Gateway.Latency.P50MS),
 				dms(row.Bare.Latency.P50MS-row.Direct.Latency.P50MS), dms(row.overheadP50()),
-				dms(row.Gateway.Latency.P50MS-row.Bare.Latency.P50MS), successCell(row.Gateway), fmt.Sprintf("%.1f → %.1f µs", bp, gp))
+				dms(row.overBareP50()), successCell(row.Gateway), fmt.Sprintf("%.1f → %.1f µs", bp, gp))
 		}
 		if bare, gw, ok := bc.slopes(); ok {
 			fmt.Fprintf(b, "\nAdded p50 per MB of body, smallest to largest row: bare proxy **%.0f µs/MB**, Breakwater **%.0f µs/MB** "+

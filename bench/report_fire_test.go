@@ -87,6 +87,9 @@ func TestParseFlagsCurves(t *testing.T) {
 		!slices.Equal(o.slowStreams, []int{10, 100, 1000, 10000}) || !slices.Equal(o.bodySizes, []int{1024, 10240, 102400, 1048576}) {
 		t.Errorf("curve defaults = %v, %v, %v, %v", o.curveProviders, o.curveCombos, o.slowStreams, o.bodySizes)
 	}
+	if o.slice != 250*time.Millisecond || o.curveDuration != 10*time.Second || o.curveRate != targetRate {
+		t.Errorf("interleaved curve defaults = slice %v, %v per target at %v req/s", o.slice, o.curveDuration, o.curveRate)
+	}
 	if o.rlKeys != 2 || o.rlRate != 5 || o.rlBurst != 5 || o.rlLoad != 0.7 || o.profile {
 		t.Errorf("rate-limited defaults = %d keys, %v/s, burst %d, load %v; profile %v", o.rlKeys, o.rlRate, o.rlBurst, o.rlLoad, o.profile)
 	}
@@ -97,7 +100,7 @@ func TestParseFlagsCurves(t *testing.T) {
 	if !slices.Equal(o.slowStreams, []int{5, 50}) || len(o.curveCombos) != 0 || !slices.Equal(o.curveProviders, []int{1, 1000}) || !o.profile {
 		t.Errorf("quick curves = %v, %v, %v; profile %v", o.slowStreams, o.curveCombos, o.curveProviders, o.profile)
 	}
-	for _, bad := range [][]string{{"-slow-streams", "10,5"}, {"-body-sizes", "0"}, {"-curve-providers", "x"}, {"-rl-load", "0"}, {"-rl-keys", "0"}} {
+	for _, bad := range [][]string{{"-slow-streams", "10,5"}, {"-body-sizes", "0"}, {"-curve-providers", "x"}, {"-rl-load", "0"}, {"-rl-keys", "0"}, {"-slice", "0s"}} {
 		if _, err := parseFlags(bad); err == nil {
 			t.Errorf("parseFlags(%q) accepted", bad)
 		}

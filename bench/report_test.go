@@ -24,10 +24,10 @@ func okRun(target string, n int, l Latency) Run {
 // with a little room.
 func fullReport() *Report {
 	open := func(rate float64, n int, d, b, g Latency) OpenLoopResult {
-		return OpenLoopResult{RatePerS: rate, Trio: Trio{Direct: okRun("direct", n, d), Bare: okRun("bare", n, b), Gateway: okRun("gateway", n, g)}}
+		return OpenLoopResult{RatePerS: rate, WarmRounds: 2, Rounds: 10, Trio: Trio{Direct: okRun("direct", n, d), Bare: okRun("bare", n, b), Gateway: okRun("gateway", n, g)}}
 	}
 	r := &Report{
-		Settings: Settings{CurveRatePerS: 500, CurveSeconds: 5},
+		Settings: Settings{CurveRatePerS: 500, CurveSeconds: 5, SliceSeconds: 1},
 		Gateway:  GatewaySetup{Requests: 1000, AccessLines: 1002, ConfigChanges: []string{"`x: y`"}},
 		OpenLoop: []OpenLoopResult{
 			open(500, 5000, lat(0.30, 0.80), lat(0.40, 1.00), lat(0.44, 1.25)),
@@ -43,7 +43,7 @@ func fullReport() *Report {
 	}
 	r.OpenLoop[1].Gateway.RPS = 1999
 	configCurve := func(what string) *ConfigCurve {
-		return &ConfigCurve{What: what, Rows: []ConfigRow{
+		return &ConfigCurve{What: what, SliceSeconds: 1, WarmRounds: 2, Rounds: 5, Rows: []ConfigRow{
 			{Size: 1, Trio: Trio{Direct: okRun("direct", 100, lat(0.30, 1)), Bare: okRun("bare", 100, lat(0.40, 1)), Gateway: okRun("gateway", 100, lat(0.50, 1))}},
 			{Size: 1000, Trio: Trio{Direct: okRun("direct", 100, lat(0.30, 1)), Bare: okRun("bare", 100, lat(0.40, 1)), Gateway: okRun("gateway", 100, lat(0.51, 1))}},
 		}}
@@ -274,11 +274,14 @@ func TestMarkdownAndJSON(t *testing.T) {
 	for _, want := range []string{
 		"## Targets", "## Budgets kept", "| max throughput at 64 connections | ≥ 90 % of the bare proxy | 95.0 % (19000 vs 20000 req/s) | **PASS** |",
 		"default settings except `x: y`", "log level the default (info): the access log is on (1002 access lines written for 1000 requests",
-		"### 500 req/s", "| direct | bare proxy | Breakwater | Breakwater − bare | Breakwater − direct |",
+		"### 500 req/s\n\n2 warm-up and 10 measured rounds.", "each in turn (direct → bare proxy → Breakwater) gets a slice of 1 s of the rate", "| direct | bare proxy | Breakwater | Breakwater − bare | Breakwater − direct |",
 		"| p50 | 0.300 ms | 0.400 ms | 0.440 ms | **+0.040 ms** | +0.140 ms |",
 		"## 2. Max throughput (closed loop, 64 connections", "**95.0 %**",
 		"| proxy CPU / request | – | 40.0 µs | 44.0 µs | ×1.10 |",
-		"## 5. Cost as the work grows", "### providers", "### combos", "Largest / smallest p50 overhead: **×1.05**",
+		"## 5. Cost as the work grows", "### providers", "### combos",
+		"gets a slice of 1 s; 2 rounds of warm-up, then 5 measured rounds (5 s per target)",
+		"| 1000 | 0.300 ms | 0.400 ms | 0.510 ms | +0.110 ms | **+0.210 ms** |",
+		"Largest / smallest p50 overhead: **×1.05** (over the bare proxy instead of direct: ×1.10).",
 		"### Request body size", "bare proxy **400 µs/MB**, Breakwater **700 µs/MB**",
 		"### Concurrent slow streams", "| 10000 | 10000 / 10000 / 10000 | 5.00 / 6.00 / 7.50 ms | **+1.500 ms** | 19.0 / 40.0 KB | 30 → 40 | 20 → 24 |",
 		"### Failure path", "**35.0 µs**",

@@ -105,9 +105,7 @@ func (b *bench) routeLoads(ctx context.Context, res *RoutePluginResult) error {
 		return target{combo, load.Request{URL: "http://" + gw.Addr + "/v1/chat/completions", Body: chatBody(combo, false),
 			Header: map[string]string{routeHeader: routeChosen}, Tally: []string{headerProvider}}, gw}
 	}
-	open := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
-		return load.OpenLoop(ctx, c, req, load.Schedule{Rate: targetRate, Duration: d}, b.o.maxInFlight)
-	}
+	open := b.openDrive(targetRate)
 	closed := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
 		return load.ClosedLoop(ctx, c, req, b.o.conns, d)
 	}
@@ -173,15 +171,14 @@ var routeRounds = [...]int{0, 1, 1, 0}
 
 // routeSide gathers one combo's rounds of one load.
 type routeSide struct {
-	results []*load.Result
-	runs    []Run
-	count   RouteCounters
+	parts
+	count RouteCounters
 }
 
 // add records one round: the generator's result, measure's figures and
 // the counters' growth over the round.
 func (s *routeSide) add(r *load.Result, run Run, c RouteCounters) {
-	s.results, s.runs = append(s.results, r), append(s.runs, run)
+	s.parts.add(r, run)
 	s.count = RouteCounters{Calls: s.count.Calls + c.Calls, Declined: s.count.Declined + c.Declined, Fallbacks: s.count.Fallbacks + c.Fallbacks,
 		PluginCalls: s.count.PluginCalls + c.PluginCalls, PluginErrors: s.count.PluginErrors + c.PluginErrors}
 }
@@ -190,50 +187,7 @@ func (s *routeSide) add(r *load.Result, run Run, c RouteCounters) {
 // round's samples, CPU and calls added up), the successes by answering
 // provider and the counters.
 func (s *routeSide) total(name string, openLoop bool) (Run, map[string]int, RouteCounters) {
-	run := runOf(name, mergeResults(s.results), openLoop, false)
-	run.UpstreamCalls = 0
-	for _, r := range s.runs {
-		run.ProxyCPUMS += r.ProxyCPUMS
-		run.MockCPUMS += r.MockCPUMS
-		run.GeneratorCPUPct += r.GeneratorCPUPct / float64(len(s.runs))
-		run.ProxyMaxRSS = max(run.ProxyMaxRSS, r.ProxyMaxRSS)
-		if run.UpstreamCalls >= 0 && r.UpstreamCalls >= 0 {
-			run.UpstreamCalls += r.UpstreamCalls
-		} else {
-			run.UpstreamCalls = -1
-		}
-	}
-	return run, tallyOf(s.results, headerProvider, true), s.count
-}
-
-// mergeResults returns the results of several runs of one request as one:
-// counts and wall times added up, samples, errors and tallies joined.
-func mergeResults(rs []*load.Result) *load.Result {
-	out := &load.Result{}
-	for _, r := range rs {
-		out.Scheduled += r.Scheduled
-		out.Sent += r.Sent
-		out.OK += r.OK
-		out.Dropped += r.Dropped
-		out.Elapsed += r.Elapsed
-		out.Latency = append(out.Latency, r.Latency...)
-		out.FromSchedule = append(out.FromSchedule, r.FromSchedule...)
-		out.FirstData = append(out.FirstData, r.FirstData...)
-		out.Lag = append(out.Lag, r.Lag...)
-		for k, n := range r.Errors {
-			if out.Errors == nil {
-				out.Errors = map[string]int{}
-			}
-			out.Errors[k] += n
-		}
-		for k, n := range r.Tally {
-			if out.Tally == nil {
-				out.Tally = map[load.TallyKey]int{}
-			}
-			out.Tally[k] += n
-		}
-	}
-	return out
+	return s.parts.total(name, openLoop, false), tallyOf(s.results, headerProvider, true), s.count
 }
 
 // buildRoutePlugin builds the example routing plugin to wasm with the go

@@ -303,6 +303,13 @@ type measurement struct {
 	// before runs just before the measured run; after once the run is
 	// over and the client's connections are closed (both optional).
 	before, after func(context.Context)
+	// client, when set, is the client to send with; measure then leaves
+	// its connections open (an interleaved load keeps one client per
+	// target over all its slices). quiet leaves out the progress line.
+	client *http.Client
+	quiet  bool
+	// pause, when set, replaces -settle as the pause after the run.
+	pause time.Duration
 }
 
 // measure runs one measurement against one target: warm-up, mock counter
@@ -312,8 +319,11 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	if m.timeout > 0 {
 		timeout = m.timeout
 	}
-	client := load.NewClient(m.conns, timeout)
-	defer client.CloseIdleConnections()
+	client := m.client
+	if client == nil {
+		client = load.NewClient(m.conns, timeout)
+		defer client.CloseIdleConnections()
+	}
 	if m.warm != nil {
 		if err := m.warm(ctx, client); err != nil {
 			return Run{}, fmt.Errorf("warm-up of %s: %w", m.tgt.name, err)
@@ -341,7 +351,9 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	res, err := m.run(ctx, client)
 	wall := time.Since(start)
 	self1 := selfCPU()
-	client.CloseIdleConnections()
+	if m.client == nil {
+		client.CloseIdleConnections()
+	}
 	if m.after != nil && err == nil {
 		m.after(ctx)
 	}
@@ -371,12 +383,23 @@ func (b *bench) measure(ctx context.Context, m measurement) (Run, error) {
 	if m.tgt.mid == b.gw {
 		b.rep.Gateway.Requests += run.Sent
 	}
-	fmt.Fprintf(os.Stderr, "bench:   %-7s %d/%d ok, %.0f req/s, p50 %.3f ms, p99 %.3f ms\n",
-		m.tgt.name, run.OK, run.Scheduled, run.RPS, run.Latency.P50MS, run.Latency.P99MS)
-	if err := sleepCtx(ctx, b.o.settle); err != nil {
+	if !m.quiet {
+		progress(m.tgt.name, run)
+	}
+	pause := b.o.settle
+	if m.pause > 0 {
+		pause = m.pause
+	}
+	if err := sleepCtx(ctx, pause); err != nil {
 		return Run{}, err
 	}
 	return run, nil
+}
+
+// progress prints one run's figures to stderr.
+func progress(name string, run Run) {
+	fmt.Fprintf(os.Stderr, "bench:   %-7s %d/%d ok, %.0f req/s, p50 %.3f ms, p99 %.3f ms\n",
+		name, run.OK, run.Scheduled, run.RPS, run.Latency.P50MS, run.Latency.P99MS)
 }
 
 // driveFunc sends one load to req for d.
@@ -411,19 +434,19 @@ func (b *bench) measureTrio(ctx context.Context, tgts [3]target, m measurement, 
 	return Trio{Direct: runs[0], Bare: runs[1], Gateway: runs[2]}, nil
 }
 
-// openLoop is scenario 1: every rate, on the three targets.
+// openLoop is scenario 1: every rate, on the three targets interleaved in
+// slices of -slice (direct → bare → gateway, round after round) until each
+// had -warmup, then -duration measured.
 func (b *bench) openLoop(ctx context.Context) error {
 	for _, rate := range b.o.rates {
-		drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
-			return load.OpenLoop(ctx, c, req, load.Schedule{Rate: rate, Duration: d}, b.o.maxInFlight)
-		}
-		tr, err := b.measureTrio(ctx, b.targets(false),
-			measurement{conns: b.o.openConns, openLoop: true, profile: fmt.Sprintf("open-loop-%.0f", rate)},
-			drive, b.o.warmup, b.o.openDuration)
+		tgts := b.targets(false)
+		runs, err := b.interleave(ctx, tgts[:], interleaved{conns: b.o.openConns, openLoop: true, drive: b.openDrive(rate),
+			warm: b.o.warmup, total: b.o.openDuration, slice: b.o.slice, profiles: []string{"", "", fmt.Sprintf("open-loop-%.0f", rate)}})
 		if err != nil {
-			return err
+			return fmt.Errorf("%.0f req/s: %w", rate, err)
 		}
-		b.rep.OpenLoop = append(b.rep.OpenLoop, OpenLoopResult{RatePerS: rate, Trio: tr})
+		b.rep.OpenLoop = append(b.rep.OpenLoop, OpenLoopResult{RatePerS: rate, Trio: Trio{Direct: runs[0], Bare: runs[1], Gateway: runs[2]},
+			WarmRounds: roundsOf(b.o.warmup, b.o.slice), Rounds: max(1, roundsOf(b.o.openDuration, b.o.slice))})
 	}
 	return nil
 }
