@@ -13,8 +13,6 @@ package upstream
 import (
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -84,6 +82,7 @@ type Pool struct {
 	mu      sync.Mutex
 	clients map[Route]*http.Client
 	fast    map[Route]*fasthttp.Client
+	direct  map[Route]*directClient
 }
 
 // NewPool returns a Pool whose clients use the given timeouts.
@@ -111,13 +110,9 @@ func (p *Pool) Client(r Route) (*http.Client, error) {
 }
 
 func (p *Pool) transport(r Route) (*http.Transport, error) {
-	dialer := &net.Dialer{Timeout: p.timeouts.Connect, KeepAlive: 30 * time.Second}
-	if r.LocalAddress != "" {
-		ip := net.ParseIP(r.LocalAddress)
-		if ip == nil {
-			return nil, fmt.Errorf("upstream: local_address %q is not an IP address", r.LocalAddress)
-		}
-		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	dialer, err := newDialer(p.timeouts, r)
+	if err != nil {
+		return nil, err
 	}
 	tr := &http.Transport{
 		DialContext:            dialer.DialContext,
@@ -160,6 +155,9 @@ func (p *Pool) Close() {
 	for _, c := range p.fast {
 		c.CloseIdleConnections()
 	}
+	for _, c := range p.direct {
+		c.closeIdle()
+	}
 }
 
 // refuseRedirect is every client's CheckRedirect: a redirect is never
@@ -190,6 +188,9 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 func (p *Pool) Do(req *http.Request, r Route, lim Limits) (*http.Response, error) {
 	if err := CheckHeaders(req.Header); err != nil {
 		return nil, err
+	}
+	if r.ProxyURL == "" {
+		return p.doDirect(req, r, lim)
 	}
 	c, err := p.Client(r)
 	if err != nil {
