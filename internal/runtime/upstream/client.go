@@ -54,13 +54,14 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
-// connBufferSize is the read and the write buffer of each connection of
-// the streaming client (net/http's default is 4 KiB each). A stream holds
-// its connection, and so both buffers, for as long as it is open: 1 KiB
-// fits a request's headers, and reads of a response's headers and of the
-// event stream's chunk lines; larger request bodies are written past the
-// buffer in large writes, and the stream reader's reads of chunk data
-// bypass it.
+// connBufferSize is the read buffer of each connection of the streaming
+// clients (the direct one's, and the read and write buffers of net/http's
+// transport through a proxy; net/http's default is 4 KiB each). A stream
+// holds its connection, and so its buffers, for as long as it is open:
+// 1 KiB fits reads of a response's headers and of the event stream's
+// chunk lines (and, through a proxy, a request's headers; larger request
+// bodies are written past the buffer in large writes), and the stream
+// reader's reads of chunk data bypass it.
 const connBufferSize = 1 << 10
 
 // Route says how one connection reaches its upstream: the local address
@@ -83,6 +84,7 @@ type Pool struct {
 	clients map[Route]*http.Client
 	fast    map[Route]*fasthttp.Client
 	direct  map[Route]*directClient
+	writers sync.Pool // *bufio.Writer of the direct clients' requests
 }
 
 // NewPool returns a Pool whose clients use the given timeouts.
@@ -168,8 +170,9 @@ func (p *Pool) Close() {
 // scope).
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Do sends req with the route's client under the call's timers
-// (docs/timeouts.md): the first byte of the answer must arrive within
+// Do sends req under the call's timers (docs/timeouts.md), on a direct
+// route with the synchronous HTTP/1.1 client in the caller's goroutine
+// (directClient), through a proxy with the route's net/http client: the first byte of the answer must arrive within
 // lim.FirstByte (default Timeouts.FirstByte); once it has, the body may be
 // silent at most Timeouts.Idle between two reads, and lim.Deadline, when
 // set, ends the call whatever its progress. A call cut by a timer fails

@@ -47,11 +47,12 @@ const (
 	max1xx = 5
 )
 
-// writers are the request writers, shared by every call: a request is
-// written whole before its answer is read, so a connection needs no
-// writer of its own. 16 KiB takes a typical request in one write; a
-// larger body goes past the buffer to the connection.
-var writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 16<<10) }}
+// writeBufferSize is the buffer of the writer a direct request is written
+// through: 16 KiB takes a typical request in one write; a larger body goes
+// past it to the connection. A request is written whole before its answer
+// is read, so the writers are shared by every call (Pool.writers), not
+// kept by each connection.
+const writeBufferSize = 16 << 10
 
 // errHeaderTooLarge is a header read past MaxResponseHeaderBytes.
 var errHeaderTooLarge = errors.New("upstream: response headers too large")
@@ -202,7 +203,7 @@ func (c *directClient) put(conn *directConn) {
 		conn.nc.Close() // bytes past the answer: not a connection to reuse
 		return
 	}
-	conn.idleSince = time.Now()
+	conn.idleSince, conn.ctx = time.Now(), nil
 	c.mu.Lock()
 	if !c.closed && len(c.idle[conn.key]) < maxIdlePerHost {
 		c.idle[conn.key] = append(c.idle[conn.key], conn)
@@ -284,10 +285,7 @@ func (l *callLimits) cut(started bool) *TimeoutError {
 // context ending, a timer's cut (the connect timeout itself is a transport
 // failure), or a transport error.
 func (l *callLimits) dialError(ctx context.Context, err error) error {
-	var le *LocalError
 	switch {
-	case errors.As(err, &le):
-		return err
 	case ctx.Err() != nil:
 		return fmt.Errorf("upstream call: %w", ctx.Err())
 	case errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(l.headerDeadline()):
@@ -433,7 +431,11 @@ func (c *directConn) roundTrip(req *http.Request, lim callLimits, reused bool) (
 	if err := c.setDeadline(lim.headerDeadline(), true); err != nil {
 		return fail(fmt.Errorf("upstream call: %w", err))
 	}
-	w := writers.Get().(*bufio.Writer)
+	writers := &c.c.p.writers
+	w, _ := writers.Get().(*bufio.Writer)
+	if w == nil {
+		w = bufio.NewWriterSize(nil, writeBufferSize)
+	}
 	w.Reset(c.nc)
 	err = req.Write(w)
 	if err == nil {

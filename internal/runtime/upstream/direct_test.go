@@ -2,6 +2,8 @@ package upstream
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"io"
 	"log"
@@ -54,7 +56,7 @@ func (w flushingWriter) WriteHeader(code int) {
 func (w flushingWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
 
 // countingServer is an upstream that counts the connections it accepted.
-func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int32) {
+func countingServer(t *testing.T, h http.Handler, secure bool) (*httptest.Server, *atomic.Int32) {
 	t.Helper()
 	var conns atomic.Int32
 	srv := httptest.NewUnstartedServer(h)
@@ -63,7 +65,11 @@ func countingServer(t *testing.T, h http.Handler) (*httptest.Server, *atomic.Int
 			conns.Add(1)
 		}
 	}
-	srv.Start()
+	if secure {
+		srv.StartTLS()
+	} else {
+		srv.Start()
+	}
 	t.Cleanup(srv.Close)
 	return srv, &conns
 }
@@ -94,30 +100,43 @@ func eventStream(n int) http.HandlerFunc {
 
 // A stream read to its end gives its connection back: the next call uses
 // it (one connection for three calls), even when the caller cancels its
-// context once the body is read, as the proxy does.
+// context once the body is read, as the proxy does; over TLS as well.
 func TestDirectStreamReadToItsEndIsReused(t *testing.T) {
-	srv, conns := countingServer(t, eventStream(5))
-	p := NewPool(Timeouts{})
-	defer p.Close()
-	for range 3 {
-		ctx, cancel := context.WithCancel(context.Background())
-		resp := stream(t, p, ctx, srv.URL)
-		b, err := io.ReadAll(resp.Body)
-		cancel()
-		resp.Body.Close()
-		if err != nil || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
-			t.Fatalf("body %q, err %v", b, err)
-		}
-	}
-	if n := conns.Load(); n != 1 {
-		t.Fatalf("%d connections for three calls read to their end, want 1", n)
+	for _, secure := range []bool{false, true} {
+		t.Run(map[bool]string{false: "http", true: "https"}[secure], func(t *testing.T) {
+			var srv *httptest.Server
+			var conns *atomic.Int32
+			p := NewPool(Timeouts{})
+			defer p.Close()
+			if secure {
+				srv, conns = countingServer(t, eventStream(5), true)
+				roots := x509.NewCertPool()
+				roots.AddCert(srv.Certificate())
+				p.tls = &tls.Config{RootCAs: roots}
+			} else {
+				srv, conns = countingServer(t, eventStream(5), false)
+			}
+			for range 3 {
+				ctx, cancel := context.WithCancel(context.Background())
+				resp := stream(t, p, ctx, srv.URL)
+				b, err := io.ReadAll(resp.Body)
+				cancel()
+				resp.Body.Close()
+				if err != nil || !strings.HasSuffix(string(b), "data: [DONE]\n\n") {
+					t.Fatalf("body %q, err %v", b, err)
+				}
+			}
+			if n := conns.Load(); n != 1 {
+				t.Fatalf("%d connections for three calls read to their end, want 1", n)
+			}
+		})
 	}
 }
 
 // A stream cut mid-body (closed before its end, or its context cancelled)
 // closes its connection: the next call gets a new one and a whole answer.
 func TestDirectStreamCutIsNotReused(t *testing.T) {
-	srv, conns := countingServer(t, eventStream(200))
+	srv, conns := countingServer(t, eventStream(200), false)
 	p := NewPool(Timeouts{})
 	defer p.Close()
 	cut := map[string]func(resp *http.Response, cancel context.CancelFunc){
@@ -151,7 +170,7 @@ func TestDirectStreamCutIsNotReused(t *testing.T) {
 // A pooled connection the upstream closed while it was idle is never
 // used: the call goes out on a new connection and succeeds.
 func TestDirectIdleConnectionClosedByTheUpstream(t *testing.T) {
-	srv, conns := countingServer(t, eventStream(2))
+	srv, conns := countingServer(t, eventStream(2), false)
 	p := NewPool(Timeouts{})
 	defer p.Close()
 	for i := range 2 {
@@ -193,7 +212,10 @@ func TestDirectCancelDuringABlockedRead(t *testing.T) {
 	}
 	// Cancelled while waiting for the headers: the call fails with the
 	// context's error as well.
-	srv2 := httptest.NewServer(slowAnswer(5*time.Second, 1, 0))
+	srv2 := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body) // then the server sees the client leave
+		slowAnswer(5*time.Second, 1, 0)(w, r)
+	}))
 	defer srv2.Close()
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	time.AfterFunc(200*time.Millisecond, cancel2)

@@ -165,8 +165,9 @@ func TestDeadlineEndsAFlowingCall(t *testing.T) {
 	}
 }
 
-// Over TLS the synchronous client's dialer sets up TLS itself, so its
-// connections see only HTTP bytes (a TLS 1.3 session ticket a server sends
+// Over TLS the synchronous clients' dialers (DoBuffered's, and Do's on a
+// direct route) set up TLS themselves, so their connections see only HTTP
+// bytes (a TLS 1.3 session ticket a server sends
 // after the handshake must not start the answer): a first byte slower
 // than the idle timeout is not cut, on a fresh connection or a pooled one.
 func TestSynchronousClientOverTLS(t *testing.T) {
@@ -177,17 +178,21 @@ func TestSynchronousClientOverTLS(t *testing.T) {
 	p := NewPool(Timeouts{FirstByte: 5 * time.Second, Idle: testIdle})
 	p.tls = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
 	defer p.Close()
-	for range 2 { // a fresh connection, then a pooled one
-		body, err := call(t, p, "DoBuffered", srv.URL, Limits{})
-		if err != nil || body != strings.Repeat("piece;", 3) {
-			t.Fatalf("body %q, err %v", body, err)
-		}
-	}
-	// An untrusted certificate fails the dial, as a transport error.
 	q := NewPool(Timeouts{Connect: time.Second})
 	defer q.Close()
-	if _, err := call(t, q, "DoBuffered", srv.URL, Limits{}); err == nil || !strings.Contains(err.Error(), "tls") {
-		t.Fatalf("untrusted certificate: %v", err)
+	for _, path := range []string{"Do", "DoBuffered"} {
+		t.Run(path, func(t *testing.T) {
+			for range 2 { // a fresh connection, then a pooled one
+				body, err := call(t, p, path, srv.URL, Limits{})
+				if err != nil || body != strings.Repeat("piece;", 3) {
+					t.Fatalf("body %q, err %v", body, err)
+				}
+			}
+			// An untrusted certificate fails the dial, as a transport error.
+			if _, err := call(t, q, path, srv.URL, Limits{}); err == nil || !strings.Contains(err.Error(), "tls") {
+				t.Fatalf("untrusted certificate: %v", err)
+			}
+		})
 	}
 }
 
