@@ -288,10 +288,16 @@ func (l *callLimits) dialError(ctx context.Context, err error) error {
 	switch {
 	case ctx.Err() != nil:
 		return fmt.Errorf("upstream call: %w", ctx.Err())
-	case errors.Is(err, os.ErrDeadlineExceeded) && !time.Now().Before(l.headerDeadline()):
+	case isTimeout(err) && !time.Now().Before(l.headerDeadline()):
 		return l.cut(false)
 	}
 	return fmt.Errorf("upstream call: %w", err)
+}
+
+// isTimeout reports whether err is a network timeout.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
 }
 
 // directConn is one connection of a direct client. It reads for the
