@@ -1,9 +1,9 @@
 package upstream
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -64,13 +64,9 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 	if c, ok := p.fast[r]; ok {
 		return c, nil
 	}
-	dialer := &net.Dialer{Timeout: p.timeouts.Connect, KeepAlive: 30 * time.Second}
-	if r.LocalAddress != "" {
-		ip := net.ParseIP(r.LocalAddress)
-		if ip == nil {
-			return nil, fmt.Errorf("upstream: local_address %q is not an IP address", r.LocalAddress)
-		}
-		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	dialer, err := newDialer(p.timeouts, r)
+	if err != nil {
+		return nil, err
 	}
 	c := &fasthttp.Client{
 		MaxConnsPerHost:     4096,
@@ -106,24 +102,14 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 		if !isTLS {
 			return &phasedConn{Conn: conn, idle: p.timeouts.Idle}, nil
 		}
-		cfg := &tls.Config{}
-		if p.tls != nil {
-			cfg = p.tls.Clone()
+		host, _, err := net.SplitHostPort(addr)
+		if err != nil {
+			host = addr
 		}
-		if cfg.ServerName == "" {
-			host, _, err := net.SplitHostPort(addr)
-			if err != nil {
-				host = addr
-			}
-			cfg.ServerName = host
+		tc, err := p.handshake(context.Background(), conn, host, time.Time{})
+		if err != nil {
+			return nil, err
 		}
-		tc := tls.Client(conn, cfg)
-		_ = tc.SetDeadline(time.Now().Add(p.timeouts.Connect))
-		if err := tc.Handshake(); err != nil {
-			conn.Close()
-			return nil, fmt.Errorf("upstream: tls handshake with %s: %w", addr, err)
-		}
-		_ = tc.SetDeadline(time.Time{})
 		return &phasedConn{Conn: tc, idle: p.timeouts.Idle}, nil
 	}
 }

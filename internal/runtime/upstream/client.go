@@ -13,8 +13,6 @@ package upstream
 import (
 	"crypto/tls"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"net/url"
 	"sync"
@@ -56,13 +54,14 @@ func (t Timeouts) withDefaults() Timeouts {
 	return t
 }
 
-// connBufferSize is the read and the write buffer of each connection of
-// the streaming client (net/http's default is 4 KiB each). A stream holds
-// its connection, and so both buffers, for as long as it is open: 1 KiB
-// fits a request's headers, and reads of a response's headers and of the
-// event stream's chunk lines; larger request bodies are written past the
-// buffer in large writes, and the stream reader's reads of chunk data
-// bypass it.
+// connBufferSize is the read buffer of each connection of the streaming
+// clients (the direct one's, and the read and write buffers of net/http's
+// transport through a proxy; net/http's default is 4 KiB each). A stream
+// holds its connection, and so its buffers, for as long as it is open:
+// 1 KiB fits reads of a response's headers and of the event stream's
+// chunk lines (and, through a proxy, a request's headers; larger request
+// bodies are written past the buffer in large writes), and the stream
+// reader's reads of chunk data bypass it.
 const connBufferSize = 1 << 10
 
 // Route says how one connection reaches its upstream: the local address
@@ -84,6 +83,8 @@ type Pool struct {
 	mu      sync.Mutex
 	clients map[Route]*http.Client
 	fast    map[Route]*fasthttp.Client
+	direct  map[Route]*directClient
+	writers sync.Pool // *bufio.Writer of the direct clients' requests
 }
 
 // NewPool returns a Pool whose clients use the given timeouts.
@@ -111,13 +112,9 @@ func (p *Pool) Client(r Route) (*http.Client, error) {
 }
 
 func (p *Pool) transport(r Route) (*http.Transport, error) {
-	dialer := &net.Dialer{Timeout: p.timeouts.Connect, KeepAlive: 30 * time.Second}
-	if r.LocalAddress != "" {
-		ip := net.ParseIP(r.LocalAddress)
-		if ip == nil {
-			return nil, fmt.Errorf("upstream: local_address %q is not an IP address", r.LocalAddress)
-		}
-		dialer.LocalAddr = &net.TCPAddr{IP: ip}
+	dialer, err := newDialer(p.timeouts, r)
+	if err != nil {
+		return nil, err
 	}
 	tr := &http.Transport{
 		DialContext:            dialer.DialContext,
@@ -160,6 +157,9 @@ func (p *Pool) Close() {
 	for _, c := range p.fast {
 		c.CloseIdleConnections()
 	}
+	for _, c := range p.direct {
+		c.closeIdle()
+	}
 }
 
 // refuseRedirect is every client's CheckRedirect: a redirect is never
@@ -170,8 +170,9 @@ func (p *Pool) Close() {
 // scope).
 func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
-// Do sends req with the route's client under the call's timers
-// (docs/timeouts.md): the first byte of the answer must arrive within
+// Do sends req under the call's timers (docs/timeouts.md), on a direct
+// route with the synchronous HTTP/1.1 client in the caller's goroutine
+// (directClient), through a proxy with the route's net/http client: the first byte of the answer must arrive within
 // lim.FirstByte (default Timeouts.FirstByte); once it has, the body may be
 // silent at most Timeouts.Idle between two reads, and lim.Deadline, when
 // set, ends the call whatever its progress. A call cut by a timer fails
@@ -190,6 +191,9 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 func (p *Pool) Do(req *http.Request, r Route, lim Limits) (*http.Response, error) {
 	if err := CheckHeaders(req.Header); err != nil {
 		return nil, err
+	}
+	if r.ProxyURL == "" {
+		return p.doDirect(req, r, lim)
 	}
 	c, err := p.Client(r)
 	if err != nil {

@@ -19,27 +19,30 @@ import (
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
-// both runs a POST through each client path of the pool (Do, the streaming
-// client, and DoBuffered) and hands back status, headers, body and error.
+// both runs a POST through each client path of the pool (Do on a direct
+// route, Do through a forward proxy, DoBuffered) and hands back status,
+// headers, body and error.
 func both(t *testing.T, url string, h http.Header, body string, f func(t *testing.T, status int, hdr http.Header, body []byte, err error)) {
 	t.Helper()
 	p := NewPool(Timeouts{})
 	p.maxBody = 1 << 20
 	t.Cleanup(p.Close)
-	t.Run("Do", func(t *testing.T) {
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		for k, vs := range h {
-			req.Header[k] = vs
-		}
-		resp, err := p.Do(req, Route{}, Limits{})
-		if err != nil {
-			f(t, 0, nil, nil, err)
-			return
-		}
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		f(t, resp.StatusCode, resp.Header, b, err)
-	})
+	for _, path := range paths[:2] {
+		t.Run(path, func(t *testing.T) {
+			req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+			for k, vs := range h {
+				req.Header[k] = vs
+			}
+			resp, err := p.Do(req, routeOf(t, path), Limits{})
+			if err != nil {
+				f(t, 0, nil, nil, err)
+				return
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			f(t, resp.StatusCode, resp.Header, b, err)
+		})
+	}
 	t.Run("DoBuffered", func(t *testing.T) {
 		b, err := p.DoBuffered(http.MethodPost, url, h, wire.Owned([]byte(body)), Route{}, 10*time.Second)
 		if err != nil {

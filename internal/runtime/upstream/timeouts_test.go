@@ -53,8 +53,9 @@ func slowAnswer(headersAfter time.Duration, n int, every time.Duration) http.Han
 	}
 }
 
-// call runs one call through a client path of p: "Do" (reading the whole
-// body) or "DoBuffered".
+// call runs one call through a client path of p: "Do" (a direct route,
+// reading the whole body), "Do via proxy" (the same through a forward
+// proxy, net/http's client) or "DoBuffered".
 func call(t *testing.T, p *Pool, path, url string, lim Limits) (string, error) {
 	t.Helper()
 	if path == "DoBuffered" {
@@ -65,7 +66,7 @@ func call(t *testing.T, p *Pool, path, url string, lim Limits) (string, error) {
 		return string(b.Body), nil
 	}
 	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(`{}`))
-	resp, err := p.Do(req, Route{}, lim)
+	resp, err := p.Do(req, routeOf(t, path), lim)
 	if err != nil {
 		return "", err
 	}
@@ -73,6 +74,10 @@ func call(t *testing.T, p *Pool, path, url string, lim Limits) (string, error) {
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
 }
+
+// paths are the client paths call runs: Do on a direct route, Do through
+// a proxy, DoBuffered.
+var paths = []string{"Do", "Do via proxy", "DoBuffered"}
 
 // wantTimeout checks that err is the client's TimeoutError of timer.
 func wantTimeout(t *testing.T, err error, timer Timer) {
@@ -92,7 +97,7 @@ func TestSlowFlowingAnswerIsNeverCut(t *testing.T) {
 	defer srv.Close()
 	p := NewPool(Timeouts{FirstByte: testFirstByte, Idle: testIdle})
 	defer p.Close()
-	for _, path := range []string{"Do", "DoBuffered"} {
+	for _, path := range paths {
 		t.Run(path, func(t *testing.T) {
 			body, err := call(t, p, path, srv.URL, Limits{})
 			if err != nil || body != strings.Repeat("piece;", 13) {
@@ -127,7 +132,7 @@ func TestTimersCutASilentUpstream(t *testing.T) {
 			defer srv.Close()
 			p := NewPool(Timeouts{FirstByte: time.Minute, Idle: testIdle})
 			defer p.Close()
-			for _, path := range []string{"Do", "DoBuffered"} {
+			for _, path := range paths {
 				t.Run(path, func(t *testing.T) {
 					start := time.Now()
 					_, err := call(t, p, path, srv.URL, tc.lim)
@@ -141,22 +146,28 @@ func TestTimersCutASilentUpstream(t *testing.T) {
 	}
 }
 
-// The hard deadline ends a call whatever its progress (Do).
+// The hard deadline ends a call whatever its progress (Do, on a direct
+// route and through a proxy), not before.
 func TestDeadlineEndsAFlowingCall(t *testing.T) {
 	srv := httptest.NewServer(slowAnswer(0, 100, 50*time.Millisecond)) // 5 s of steady body
 	defer srv.Close()
 	p := NewPool(Timeouts{Idle: testIdle})
 	defer p.Close()
-	start := time.Now()
-	_, err := call(t, p, "Do", srv.URL, Limits{Deadline: 500 * time.Millisecond})
-	wantTimeout(t, err, TimerDeadline)
-	if el := time.Since(start); el > 3*time.Second {
-		t.Fatalf("cut after %v", el)
+	for _, path := range paths[:2] {
+		t.Run(path, func(t *testing.T) {
+			start := time.Now()
+			_, err := call(t, p, path, srv.URL, Limits{Deadline: 500 * time.Millisecond})
+			wantTimeout(t, err, TimerDeadline)
+			if el := time.Since(start); el < 500*time.Millisecond || el > 3*time.Second {
+				t.Fatalf("cut after %v", el)
+			}
+		})
 	}
 }
 
-// Over TLS the synchronous client's dialer sets up TLS itself, so its
-// connections see only HTTP bytes (a TLS 1.3 session ticket a server sends
+// Over TLS the synchronous clients' dialers (DoBuffered's, and Do's on a
+// direct route) set up TLS themselves, so their connections see only HTTP
+// bytes (a TLS 1.3 session ticket a server sends
 // after the handshake must not start the answer): a first byte slower
 // than the idle timeout is not cut, on a fresh connection or a pooled one.
 func TestSynchronousClientOverTLS(t *testing.T) {
@@ -167,17 +178,21 @@ func TestSynchronousClientOverTLS(t *testing.T) {
 	p := NewPool(Timeouts{FirstByte: 5 * time.Second, Idle: testIdle})
 	p.tls = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}
 	defer p.Close()
-	for range 2 { // a fresh connection, then a pooled one
-		body, err := call(t, p, "DoBuffered", srv.URL, Limits{})
-		if err != nil || body != strings.Repeat("piece;", 3) {
-			t.Fatalf("body %q, err %v", body, err)
-		}
-	}
-	// An untrusted certificate fails the dial, as a transport error.
 	q := NewPool(Timeouts{Connect: time.Second})
 	defer q.Close()
-	if _, err := call(t, q, "DoBuffered", srv.URL, Limits{}); err == nil || !strings.Contains(err.Error(), "tls") {
-		t.Fatalf("untrusted certificate: %v", err)
+	for _, path := range []string{"Do", "DoBuffered"} {
+		t.Run(path, func(t *testing.T) {
+			for range 2 { // a fresh connection, then a pooled one
+				body, err := call(t, p, path, srv.URL, Limits{})
+				if err != nil || body != strings.Repeat("piece;", 3) {
+					t.Fatalf("body %q, err %v", body, err)
+				}
+			}
+			// An untrusted certificate fails the dial, as a transport error.
+			if _, err := call(t, q, path, srv.URL, Limits{}); err == nil || !strings.Contains(err.Error(), "tls") {
+				t.Fatalf("untrusted certificate: %v", err)
+			}
+		})
 	}
 }
 
