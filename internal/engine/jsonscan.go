@@ -145,18 +145,48 @@ func (p *jsonScan) str() (string, bool) {
 	return "", false
 }
 
+// open enters the object or array at p.i, whose closing byte is close,
+// and reports whether it is empty (then p.i is past it) and whether the
+// nesting bound still holds. Every open is paired with a leave.
+func (p *jsonScan) open(close byte) (empty, ok bool) {
+	if p.depth++; p.depth > maxJSONDepth {
+		return false, false
+	}
+	p.i++
+	p.ws()
+	if p.i < len(p.s) && p.s[p.i] == close {
+		p.i++
+		return true, true
+	}
+	return false, true
+}
+
+func (p *jsonScan) leave() { p.depth-- }
+
+// next reads what follows a member or element: a comma (more follow) or
+// close (p.i is then past it); anything else is invalid.
+func (p *jsonScan) next(close byte) (more, ok bool) {
+	p.ws()
+	if p.i >= len(p.s) {
+		return false, false
+	}
+	switch p.s[p.i] {
+	case ',':
+		p.i++
+		return true, true
+	case close:
+		p.i++
+		return false, true
+	}
+	return false, false
+}
+
 // object skips the object at p.i; for each member it calls member (when
 // not nil) with the member's raw key and raw value.
 func (p *jsonScan) object(member func(key, value string)) bool {
-	if p.depth++; p.depth > maxJSONDepth {
-		return false
-	}
-	defer func() { p.depth-- }()
-	p.i++ // '{'
-	p.ws()
-	if p.i < len(p.s) && p.s[p.i] == '}' {
-		p.i++
-		return true
+	defer p.leave()
+	if empty, ok := p.open('}'); empty || !ok {
+		return ok
 	}
 	for {
 		p.ws()
@@ -180,18 +210,8 @@ func (p *jsonScan) object(member func(key, value string)) bool {
 		if member != nil {
 			member(key, p.s[start:p.i])
 		}
-		p.ws()
-		if p.i >= len(p.s) {
-			return false
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case '}':
-			p.i++
-			return true
-		default:
-			return false
+		if more, ok := p.next('}'); !more {
+			return ok
 		}
 	}
 }
@@ -199,15 +219,9 @@ func (p *jsonScan) object(member func(key, value string)) bool {
 // array skips the array at p.i; element (when not nil) gets each
 // element's raw value.
 func (p *jsonScan) array(element func(value string)) bool {
-	if p.depth++; p.depth > maxJSONDepth {
-		return false
-	}
-	defer func() { p.depth-- }()
-	p.i++ // '['
-	p.ws()
-	if p.i < len(p.s) && p.s[p.i] == ']' {
-		p.i++
-		return true
+	defer p.leave()
+	if empty, ok := p.open(']'); empty || !ok {
+		return ok
 	}
 	for {
 		p.ws()
@@ -218,18 +232,8 @@ func (p *jsonScan) array(element func(value string)) bool {
 		if element != nil {
 			element(p.s[start:p.i])
 		}
-		p.ws()
-		if p.i >= len(p.s) {
-			return false
-		}
-		switch p.s[p.i] {
-		case ',':
-			p.i++
-		case ']':
-			p.i++
-			return true
-		default:
-			return false
+		if more, ok := p.next(']'); !more {
+			return ok
 		}
 	}
 }
