@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"io"
 	"strconv"
@@ -301,11 +300,10 @@ func upstreamMessage(body string) string {
 	var msg string
 	switch b[0] {
 	case '{':
-		msg = jsonMessage([]byte(b))
+		msg = jsonMessage(b)
 	case '[':
-		var arr []json.RawMessage
-		if json.Unmarshal([]byte(b), &arr) == nil && len(arr) > 0 {
-			msg = jsonMessage(arr[0])
+		if first, ok := scanFirstElement(b); ok && first != "" {
+			msg = jsonMessage(first)
 		}
 	case '<':
 		return ""
@@ -317,43 +315,47 @@ func upstreamMessage(body string) string {
 	return sanitizeMessage(msg)
 }
 
-// jsonMessage reads the error message of one JSON error object.
-func jsonMessage(raw []byte) string {
-	var env struct {
-		Error   json.RawMessage `json:"error"`
-		Message json.RawMessage `json:"message"`
-		Detail  json.RawMessage `json:"detail"`
-	}
-	if json.Unmarshal(raw, &env) != nil {
+// messageFields are the members of a JSON error object the message is
+// read from, in the order of jsonMessage's values.
+var messageFields = []string{"error", "message", "detail"}
+
+// jsonMessage reads the error message of one JSON error object, in one
+// pass over it (no decoding into Go values): "error" when it is a string
+// (or null: no message), else the "message" string of an "error" object,
+// else a top-level "message", else "detail" strings. Text that is not a
+// valid JSON object has no message.
+func jsonMessage(raw string) string {
+	var v [3]string
+	if !scanObject(raw, messageFields, v[:]) {
 		return ""
 	}
-	if len(env.Error) > 0 {
-		var s string
-		if json.Unmarshal(env.Error, &s) == nil {
-			return s
-		}
-		var inner struct {
-			Message json.RawMessage `json:"message"`
-		}
-		if json.Unmarshal(env.Error, &inner) == nil {
-			if s := jsonString(inner.Message); s != "" {
-				return s
+	if e := v[0]; e != "" {
+		switch e[0] {
+		case '"':
+			return unquoteJSON(e)
+		case 'n':
+			return ""
+		case '{':
+			var inner [1]string
+			if scanObject(e, messageFields[1:2], inner[:]) {
+				if s := jsonString(inner[0]); s != "" {
+					return s
+				}
 			}
 		}
 	}
-	if s := jsonString(env.Message); s != "" {
+	if s := jsonString(v[1]); s != "" {
 		return s
 	}
-	return jsonString(env.Detail)
+	return jsonString(v[2])
 }
 
 // jsonString returns raw as a string when it is a JSON string.
-func jsonString(raw json.RawMessage) string {
-	var s string
-	if len(raw) == 0 || json.Unmarshal(raw, &s) != nil {
+func jsonString(raw string) string {
+	if raw == "" || raw[0] != '"' {
 		return ""
 	}
-	return s
+	return unquoteJSON(raw)
 }
 
 // sanitizeMessage collapses whitespace, removes credential-like tokens

@@ -859,12 +859,13 @@ const (
 	// change an operator asked for (a reset, a setting, a cleared
 	// lockout), a learned tool limit, and terminal connection states.
 	durable durability = iota
-	// selfHealing writes are in the store's log when they return, so a
-	// crash or kill of the process keeps them, but do not wait for stable
-	// storage (Store.PutUnsynced): the breaker, window gate, cooldown and
-	// lockout changes the request path makes. A power loss may drop the
-	// last few; they heal by themselves (a breaker re-trips, a cooldown
-	// is re-armed by the next failure).
+	// selfHealing writes do not wait for stable storage
+	// (UnsyncedWriter.PutUnsynced; Badger queues them and commits them to
+	// its log within a fraction of a millisecond): the breaker, window
+	// gate, cooldown and lockout changes the request path makes. A crash
+	// may drop the last few queued, a power loss the last few not synced;
+	// they heal by themselves (a breaker re-trips, a cooldown is re-armed
+	// by the next failure).
 	selfHealing
 )
 

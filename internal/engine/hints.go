@@ -223,9 +223,14 @@ var resetKeywords = [...]resetKeyword{
 // their English words. Matching is case-insensitive; the result is capped at
 // MaxRetryHint. ParseResetText is a pure function.
 func ParseResetText(body string) (time.Duration, bool) {
-	if body == "" {
+	if body == "" || !mayStateReset(body) {
 		return 0, false
 	}
+	return parseResetText(body)
+}
+
+// parseResetText is ParseResetText without the quick check.
+func parseResetText(body string) (time.Duration, bool) {
 	lower := strings.ToLower(body)
 	for _, kw := range resetKeywords {
 		rest := lower
@@ -245,6 +250,41 @@ func ParseResetText(body string) (time.Duration, bool) {
 		return d, true
 	}
 	return 0, false
+}
+
+// mayStateReset reports whether ParseResetText could find a wait in body,
+// without lower-casing it: every reset keyword contains "try" or "reset",
+// and a body without a keyword states a wait only when, trimmed, it starts
+// with a number. The keyword check folds ASCII case only, which is exact:
+// no other character lower-cases to one of those letters (U+0130 and the
+// Kelvin sign, the only ones that lower-case to ASCII, give "i" and "k").
+func mayStateReset(body string) bool {
+	if containsFoldASCII(body, "try") || containsFoldASCII(body, "reset") {
+		return true
+	}
+	t := strings.TrimSpace(body)
+	return t != "" && (isDigit(t[0]) || t[0] == '.')
+}
+
+// containsFoldASCII reports whether s contains lower, a lower-case ASCII
+// word, in any ASCII case.
+func containsFoldASCII(s, lower string) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		j := 0
+		for ; j < len(lower); j++ {
+			c := s[i+j]
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			if c != lower[j] {
+				break
+			}
+		}
+		if j == len(lower) {
+			return true
+		}
+	}
+	return false
 }
 
 // parseAfterKeyword skips separators (spaces, quotes, ':', '=') and reads a

@@ -2,8 +2,11 @@ package engine
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 func TestParseResetText(t *testing.T) {
@@ -135,6 +138,44 @@ func FuzzParseRetryHint(f *testing.F) {
 			if d < 0 || d > MaxRetryHint || (!ok && (d != 0 || source != "")) || (ok && source == "") {
 				t.Fatalf("ParseRetryHint(%q: %q, %q, %v) = %v, %q, %v", name, value, body, at, d, source, ok)
 			}
+		}
+	})
+}
+
+// TestResetQuickCheckIsExact pins what mayStateReset relies on: every
+// reset keyword contains "try" or "reset", and no character but ASCII
+// letters lower-cases to one of the letters of those words.
+func TestResetQuickCheckIsExact(t *testing.T) {
+	for _, kw := range resetKeywords {
+		if !strings.Contains(kw.phrase, "try") && !strings.Contains(kw.phrase, "reset") {
+			t.Errorf("reset keyword %q contains neither \"try\" nor \"reset\": mayStateReset would skip it", kw.phrase)
+		}
+	}
+	for r := rune(utf8.RuneSelf); r <= unicode.MaxRune; r++ {
+		if l := strings.ToLower(string(r)); strings.ContainsAny(l, "tryes") {
+			t.Errorf("%U lower-cases to %q", r, l)
+		}
+	}
+	for _, body := range []string{"Please RETRY after 2s", "rate limit resets in 5m", " 45m ", "TRY AGAIN IN 3 SECONDS"} {
+		if !mayStateReset(body) {
+			t.Errorf("mayStateReset(%q) = false", body)
+		}
+	}
+	for _, body := range []string{`{"error":{"message":"Rate limit reached for gpt-4o"}}`, "用户额度不足", "  "} {
+		if mayStateReset(body) {
+			t.Errorf("mayStateReset(%q) = true", body)
+		}
+	}
+}
+
+// FuzzResetQuickCheck: a body mayStateReset rules out has no wait.
+func FuzzResetQuickCheck(f *testing.F) {
+	for _, s := range []string{"retry after 20s", "İ try again in 1.5s", "RESETS IN 164h27m24s", "45m", ".5s", "用户额度不足"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		if d, ok := parseResetText(body); ok && !mayStateReset(body) {
+			t.Fatalf("body %q states a wait of %s, but mayStateReset rules it out", body, d)
 		}
 	})
 }

@@ -45,12 +45,14 @@ type Store interface {
 // stable storage (an fsync) and that can also acknowledge a write before
 // it gets there. The engine writes self-healing state through it
 // (breakers, window gates, cooldowns and model lockouts changed by the
-// request path), never a lease, a setting or a terminal state: a crash of
-// the process keeps an unsynced write, a power loss may drop the last few.
-// A later durable write makes every earlier write durable too.
+// request path), never a lease, a setting or a terminal state: the store
+// may queue an unsynced write and commit it shortly after (a crash of the
+// process may then lose the last few milliseconds of them, a power loss
+// the last few not synced). Reads see an unsynced write at once, and a
+// later durable write makes every earlier write durable too.
 type UnsyncedWriter interface {
-	// PutUnsynced is Put, returning once the write is in the store's log
-	// rather than on stable storage.
+	// PutUnsynced is Put, returning once the write is queued for or in
+	// the store's log rather than on stable storage.
 	PutUnsynced(ctx context.Context, key string, value []byte, ttl time.Duration) error
 	// DeleteUnsynced is Delete, returning as PutUnsynced does.
 	DeleteUnsynced(ctx context.Context, key string) error

@@ -1,9 +1,16 @@
 // Package badgerstore is the default engine.Store: an embedded Badger v4
 // database in one directory. Put, CompareAndSet and Delete are durable
-// (fsynced) before they return; PutUnsynced and DeleteUnsynced
+// (fsynced) before they return. PutUnsynced and DeleteUnsynced
 // (engine.UnsyncedWriter), which the engine uses for self-healing state,
-// return once the write is in Badger's log: a crash or kill of the process
-// keeps it, only a power loss may drop it.
+// hand the write to a write-behind queue and return: the queue coalesces
+// repeated writes of a key, and the store's writer goroutine commits it to
+// Badger's log in batches, usually within a fraction of a millisecond. Reads
+// see a queued write at once. A durable write, a Scan and Close first commit
+// every queued write, so a durable write also makes every earlier write
+// durable. A crash or kill of the process may lose the writes still queued
+// (the last few milliseconds of self-healing state, which heals by itself);
+// once committed, a write survives a crash of the process, and only a power
+// loss may drop it before the next sync.
 //
 // Values are stored in the envelope format (runtime/store/internal/envelope)
 // so expiry is judged against the injected engine.Clock. Keys written with a
@@ -69,6 +76,57 @@ type Store struct {
 	wmu sync.RWMutex
 	// syncs counts the durable writes' syncs, for the tests.
 	syncs atomic.Uint64
+
+	// q is the write-behind queue of the unsynced writes, committed by
+	// the writer goroutine (writeBehind) until stop is closed; done is
+	// closed when it has returned.
+	q    queue
+	stop chan struct{}
+	done chan struct{}
+}
+
+// queued is one write of the write-behind queue: the encoded envelope and
+// Badger's expiry (0: none), or a deletion.
+type queued struct {
+	raw       []byte
+	expiresAt uint64
+	deleted   bool
+}
+
+// queue is the write-behind queue: pending holds the latest write of each
+// key not yet handed to Badger, inflight the batch being committed (reads
+// still see it); commits are serialised by cmu, so batches reach Badger in
+// the order they were taken.
+type queue struct {
+	mu       sync.Mutex
+	pending  map[string]queued
+	inflight map[string]queued
+	spare    map[string]queued // the last committed batch, emptied, for reuse
+	wake     chan struct{}     // capacity 1: a write is pending
+	cmu      sync.Mutex
+}
+
+// add queues w for key, replacing any queued write of key, and wakes the
+// writer goroutine.
+func (q *queue) add(key string, w queued) {
+	q.mu.Lock()
+	q.pending[key] = w
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// lookup returns the queued write of key, if any.
+func (q *queue) lookup(key string) (queued, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if w, ok := q.pending[key]; ok {
+		return w, true
+	}
+	w, ok := q.inflight[key]
+	return w, ok
 }
 
 // Options returns the Badger options Open uses for dir, tuned for a small
@@ -124,7 +182,86 @@ func Open(dir string, clock engine.Clock, logger hclog.Logger) (*Store, error) {
 		}
 		return nil, fmt.Errorf("badgerstore: open %q: %w", dir, err)
 	}
-	return &Store{db: db, dir: dir, clock: clock, logger: logger, unlock: unlock}, nil
+	s := &Store{db: db, dir: dir, clock: clock, logger: logger, unlock: unlock,
+		stop: make(chan struct{}), done: make(chan struct{})}
+	s.q.pending, s.q.spare = map[string]queued{}, map[string]queued{}
+	s.q.wake = make(chan struct{}, 1)
+	go s.writeBehind()
+	return s, nil
+}
+
+// writeBehind is the writer goroutine: it commits the queued writes
+// whenever there are some, until Close.
+func (s *Store) writeBehind() {
+	defer close(s.done)
+	for {
+		select {
+		case <-s.q.wake:
+			if err := s.flush(); err != nil {
+				s.logger.Error("self-healing state writes lost", "error", err)
+			}
+		case <-s.stop:
+			return
+		}
+	}
+}
+
+// flush commits every queued write to Badger's log, in one transaction
+// when they fit, and returns once they are there.
+func (s *Store) flush() error {
+	q := &s.q
+	q.cmu.Lock()
+	defer q.cmu.Unlock()
+	q.mu.Lock()
+	batch := q.pending
+	if len(batch) == 0 {
+		q.mu.Unlock()
+		return nil
+	}
+	q.pending, q.inflight, q.spare = q.spare, batch, nil
+	q.mu.Unlock()
+
+	err := s.commit(batch)
+
+	q.mu.Lock()
+	q.inflight = nil
+	clear(batch)
+	q.spare = batch
+	q.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("badgerstore: commit %d queued writes: %w", len(batch), err)
+	}
+	return nil
+}
+
+// commit writes batch to Badger's log without a sync, splitting it over
+// several transactions when it is too big for one.
+func (s *Store) commit(batch map[string]queued) error {
+	s.wmu.RLock()
+	defer s.wmu.RUnlock()
+	txn := s.db.NewTransaction(true)
+	defer func() { txn.Discard() }()
+	for key, w := range batch {
+		for {
+			var err error
+			if w.deleted {
+				err = txn.Delete([]byte(key))
+			} else {
+				err = txn.SetEntry(&badger.Entry{Key: []byte(key), Value: w.raw, ExpiresAt: w.expiresAt})
+			}
+			if !errors.Is(err, badger.ErrTxnTooBig) {
+				if err != nil {
+					return err
+				}
+				break
+			}
+			if err := txn.Commit(); err != nil {
+				return err
+			}
+			txn = s.db.NewTransaction(true)
+		}
+	}
+	return txn.Commit()
 }
 
 // Get returns the live value of key and whether it exists. An expired key
@@ -134,6 +271,20 @@ func (s *Store) Get(_ context.Context, key string) ([]byte, bool, error) {
 	defer s.mu.RUnlock()
 	if s.closed {
 		return nil, false, errClosed
+	}
+	if w, ok := s.q.lookup(key); ok {
+		if w.deleted {
+			return nil, false, nil
+		}
+		stamp, payload, err := envelope.Decode(w.raw)
+		if err != nil {
+			return nil, false, fmt.Errorf("badgerstore: get %q: %w", key, err)
+		}
+		if !envelope.Alive(stamp, s.clock.Now()) {
+			// The queued write lands expired; a later read drops it.
+			return nil, false, nil
+		}
+		return payload, true, nil
 	}
 	var raw []byte
 	err := s.db.View(func(txn *badger.Txn) error {
@@ -192,10 +343,17 @@ func (s *Store) Put(_ context.Context, key string, value []byte, ttl time.Durati
 	return s.put(true, key, value, ttl)
 }
 
-// PutUnsynced is Put returning once the write is in Badger's log, before
-// it reaches stable storage (engine.UnsyncedWriter).
+// PutUnsynced is Put returning once the write is queued for Badger's log
+// (engine.UnsyncedWriter; see the package documentation).
 func (s *Store) PutUnsynced(_ context.Context, key string, value []byte, ttl time.Duration) error {
-	return s.put(false, key, value, ttl)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	e := s.entry(key, value, ttl)
+	s.q.add(key, queued{raw: e.Value, expiresAt: e.ExpiresAt})
+	return nil
 }
 
 func (s *Store) put(synced bool, key string, value []byte, ttl time.Duration) error {
@@ -222,10 +380,11 @@ func (s *Store) entry(key string, value []byte, ttl time.Duration) *badger.Entry
 }
 
 // update runs fn in a read-write transaction; fn reports whether it
-// wrote. Synced, update then syncs Badger's logs, so that the write is on
-// stable storage when it returns, holding wmu exclusively throughout (see
-// Store); otherwise it holds wmu shared and returns once the write is in
-// the log.
+// wrote. Synced, update first commits the queued writes (so fn sees them
+// and the sync makes them durable too), then syncs Badger's logs after fn,
+// so that the write is on stable storage when it returns, holding wmu
+// exclusively from fn's commit through the sync (see Store); otherwise it
+// holds wmu shared and returns once the write is in the log.
 func (s *Store) update(synced bool, fn func(txn *badger.Txn) (wrote bool, err error)) error {
 	if !synced {
 		s.wmu.RLock()
@@ -234,6 +393,9 @@ func (s *Store) update(synced bool, fn func(txn *badger.Txn) (wrote bool, err er
 			_, err := fn(txn)
 			return err
 		})
+	}
+	if err := s.flush(); err != nil {
+		return err
 	}
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
@@ -325,7 +487,13 @@ func (s *Store) Delete(_ context.Context, key string) error {
 
 // DeleteUnsynced is Delete returning as PutUnsynced does.
 func (s *Store) DeleteUnsynced(_ context.Context, key string) error {
-	return s.delete(false, key)
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errClosed
+	}
+	s.q.add(key, queued{deleted: true})
+	return nil
 }
 
 func (s *Store) delete(synced bool, key string) error {
@@ -343,12 +511,15 @@ func (s *Store) delete(synced bool, key string) error {
 }
 
 // Scan returns every live key with prefix, sorted by key, and deletes the
-// expired ones it meets.
+// expired ones it meets. It first commits the queued writes.
 func (s *Store) Scan(_ context.Context, prefix string) ([]engine.KV, error) {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.closed {
 		return nil, errClosed
+	}
+	if err := s.flush(); err != nil {
+		return nil, fmt.Errorf("badgerstore: scan %q: %w", prefix, err)
 	}
 	var (
 		out     []engine.KV
@@ -387,8 +558,8 @@ func (s *Store) Scan(_ context.Context, prefix string) ([]engine.KV, error) {
 	return out, nil
 }
 
-// Close flushes and closes the database and releases the directory. It is
-// safe to call more than once.
+// Close commits the queued writes, flushes and closes the database and
+// releases the directory. It is safe to call more than once.
 func (s *Store) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -396,7 +567,12 @@ func (s *Store) Close() error {
 		return nil
 	}
 	s.closed = true
-	err := s.db.Close()
+	close(s.stop)
+	<-s.done
+	err := s.flush()
+	if cerr := s.db.Close(); err == nil {
+		err = cerr
+	}
 	if uerr := s.unlock(); err == nil && uerr != nil {
 		err = uerr
 	}
