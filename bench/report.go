@@ -176,6 +176,10 @@ type ThroughputResult struct {
 // StreamingResult is scenario 3.
 type StreamingResult struct {
 	Workers int `json:"workers"`
+	// WarmRounds and Rounds are the unmeasured and the measured rounds
+	// of the interleaved load.
+	WarmRounds int `json:"warm_rounds"`
+	Rounds     int `json:"rounds"`
 	Trio
 }
 
@@ -412,7 +416,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- Date: %s\n- Commit: %s\n- Go: %s (%s), %d CPUs\n- Load average (1 min, start → end): %s\n- Mode: %s\n",
 		r.Date, r.Commit, r.GoVersion, r.Platform, r.CPUs, r.LoadAvg, mode)
 	b.WriteString("- Three targets in every table, measured with the same generator, client settings and body, one after the other " +
-		"except in the fixed-rate tables and the configuration-size curves, where they take turns in short slices: " +
+		"except in the fixed-rate tables, the streaming table and the configuration-size curves, where they take turns in short slices: " +
 		"**direct** = the mock upstream called directly (`bench-model`); **bare proxy** = the same request through the harness's own " +
 		"bare fasthttp reverse proxy (one `HostClient`, no routing, no logging; streams flushed piece by piece), the physical floor " +
 		"of one extra hop; **Breakwater** = the same request through the gateway (`bench/bench-model`). The generator, the proxies " +
@@ -500,8 +504,9 @@ func (r *Report) Markdown() string {
 	if st := r.Streaming; st != nil {
 		fmt.Fprintf(&b, "## 3. Streaming time to first byte (%d concurrent, %.0f s)\n\n"+
 			"The mock streams %d content chunks %d ms apart; time to first byte is send → first `data:` line, "+
-			"whole stream is send → end of body after `data: [DONE]`.\n\n",
-			st.Workers, s.StreamSeconds, s.StreamChunks, s.StreamChunkIntervalMS)
+			"whole stream is send → end of body after `data: [DONE]`. The three targets take turns in slices of at least 1 s: "+
+			"%d warm-up and %d measured rounds.\n\n",
+			st.Workers, s.StreamSeconds, s.StreamChunks, s.StreamChunkIntervalMS, st.WarmRounds, st.Rounds)
 		t.trioHead("")
 		t.row("streams completed", successCell(st.Direct), successCell(st.Bare), successCell(st.Gateway), "", "")
 		t.latRows("first data: ", firstDataOfRun, st.Trio, true, false)

@@ -471,14 +471,23 @@ func (b *bench) streaming(ctx context.Context) error {
 	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
 		return load.Streams(ctx, c, req, b.o.streamWorkers, d)
 	}
-	tr, err := b.measureTrio(ctx, b.targets(true), measurement{conns: b.o.streamWorkers, profile: "streaming"}, drive,
-		min(b.o.warmup, time.Second), b.o.streamDuration)
+	// Interleaved as the fixed-rate tables are, in slices long enough for
+	// a worker's streams (a few tens of ms each) to follow one another: a
+	// slice begins with every worker starting a stream at once.
+	warm, slice := min(b.o.warmup, time.Second), max(b.o.slice, streamSlice)
+	tgts := b.targets(true)
+	runs, err := b.interleave(ctx, tgts[:], interleaved{conns: b.o.streamWorkers, drive: drive,
+		warm: warm, total: b.o.streamDuration, slice: slice, profiles: []string{"", "", "streaming"}})
 	if err != nil {
 		return err
 	}
-	b.rep.Streaming = &StreamingResult{Workers: b.o.streamWorkers, Trio: tr}
+	b.rep.Streaming = &StreamingResult{Workers: b.o.streamWorkers, Trio: Trio{Direct: runs[0], Bare: runs[1], Gateway: runs[2]},
+		WarmRounds: roundsOf(warm, slice), Rounds: max(1, roundsOf(b.o.streamDuration, slice))}
 	return nil
 }
+
+// streamSlice is the shortest slice of the interleaved streaming load.
+const streamSlice = time.Second
 
 // setStreamScript makes the mock stream -stream-chunks chunks
 // -stream-interval apart; non-streaming answers are unaffected.
