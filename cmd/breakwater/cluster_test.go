@@ -7,12 +7,14 @@ package main
 // request a healthy target can serve.
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -28,8 +30,10 @@ const clusterAdmin = "cluster-admin-token-0123456789"
 
 // clusterConfig: alpha/a1 serves m1; broke/x1 answers 402 (credits
 // exhausted: a terminal state); beta/b1 answers 429 (a cooldown); gamma
-// answers 404 for m404 (a model lockout); dead answers 503 after DEADMS ms
-// (the breaker, profile PROFILE).
+// answers 404 for m404 (a model lockout); windy's two connections answer
+// 503 (the window gate, when provider_cooldown is on: local profile, 2
+// failures of distinct connections); dead answers 503 after DEADMS ms
+// (the breaker, profile PROFILE). EXTRA is more top-level YAML.
 const clusterConfig = `
 server:
   listen: LISTEN
@@ -67,6 +71,14 @@ providers:
     models: [m404]
     connections:
       - {id: g1, api_key: sk-cl-g1}
+  - id: windy
+    kind: openai
+    profile: local
+    base_url: MOCK/v1
+    models: [m1]
+    connections:
+      - {id: w1, api_key: sk-cl-w1}
+      - {id: w2, api_key: sk-cl-w2}
   - id: dead
     kind: openai
     profile: PROFILE
@@ -77,6 +89,7 @@ providers:
 keys:
   - {id: k1, key: key-cl-one, scopes: ["lease:exclusive"], allowed_connections: [alpha/a1]}
   - {id: plain, key: key-cl-plain}
+EXTRA
 `
 
 const clusterMockScript = `
@@ -89,6 +102,10 @@ rules:
     responses: [{status: 404, body: '{"error":{"message":"model not found","type":"invalid_request_error"}}'}]
   - key: sk-cl-dead
     responses: [{status: 503, latency_ms: DEADMS}]
+  - key: sk-cl-w1
+    responses: [{status: 503}]
+  - key: sk-cl-w2
+    responses: [{status: 503}]
   - responses: [{latency_ms: 2}]
 `
 
@@ -136,6 +153,13 @@ type fleet struct {
 // dead provider's 503s; profile its breaker profile.
 func startFleet(t *testing.T, topo *redisTopology, n int, profile string, deadMS int) *fleet {
 	t.Helper()
+	return startFleetWith(t, topo, n, profile, deadMS, "")
+}
+
+// startFleetWith is startFleet with extra top-level YAML in every
+// instance's configuration.
+func startFleetWith(t *testing.T, topo *redisTopology, n int, profile string, deadMS int, extra string) *fleet {
+	t.Helper()
 	f := &fleet{t: t, cli: &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 256}}}
 	f.mock = startChild(t, "mock upstream listening on ", "mock", "--listen", freePort(t))
 	script := strings.ReplaceAll(clusterMockScript, "DEADMS", fmt.Sprint(deadMS))
@@ -147,7 +171,7 @@ func startFleet(t *testing.T, topo *redisTopology, n int, profile string, deadMS
 	f.gws = make([]*child, n)
 	for i := range n {
 		cfg := strings.NewReplacer("LISTEN", freePort(t), "REDIS", topo.yaml, "PREFIX", prefix, "MOCK", f.mock.url,
-			"PROFILE", profile).Replace(clusterConfig)
+			"PROFILE", profile, "EXTRA", extra).Replace(clusterConfig)
 		path := filepath.Join(t.TempDir(), fmt.Sprintf("gw%d.yaml", i))
 		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 			t.Fatal(err)
@@ -296,6 +320,77 @@ func (f *fleet) connOf(i int, provider, conn string) map[string]any {
 	return nil
 }
 
+// windowGateOf returns provider's window gate in instance i's console
+// state.
+func (f *fleet) windowGateOf(i int, provider string) map[string]any {
+	_, m := f.admin(i, "GET", "/api/console/state", "")
+	list, _ := m["providers"].([]any)
+	for _, p := range list {
+		if p, _ := p.(map[string]any); p["id"] == provider {
+			g, _ := p["window_gate"].(map[string]any)
+			return g
+		}
+	}
+	return nil
+}
+
+// pluginLoadedAt returns when instance i last loaded plugin name, "" when
+// it has no such plugin.
+func (f *fleet) pluginLoadedAt(i int, name string) string {
+	_, m := f.admin(i, "GET", "/api/plugins", "")
+	list, _ := m["plugins"].([]any)
+	for _, p := range list {
+		if p, _ := p.(map[string]any); p["name"] == name {
+			at, _ := p["loaded_at"].(string)
+			return at
+		}
+	}
+	return ""
+}
+
+// buildExamplePlugin builds examples/NAME for wasip1 into the test's
+// temporary directory and returns the module's path.
+func buildExamplePlugin(t *testing.T, name string) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), name+".wasm")
+	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-o", dst, ".")
+	cmd.Dir = filepath.Join("..", "..", "examples", name)
+	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "CGO_ENABLED=0", "GOWORK=off")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("building examples/%s: %v\n%s", name, err, out)
+	}
+	return dst
+}
+
+// writeRoundModule rewrites the module at path with a custom section
+// holding round at its end (custom sections change no behaviour), so a
+// reload finds a module no instance has compiled; the file is replaced in
+// one rename.
+func writeRoundModule(t *testing.T, path, round string) {
+	t.Helper()
+	orig, err := os.ReadFile(path + ".orig")
+	if os.IsNotExist(err) {
+		if orig, err = os.ReadFile(path); err == nil {
+			err = os.WriteFile(path+".orig", orig, 0o600)
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	name, payload := "breakwater-test-round", []byte(round)
+	body := binary.AppendUvarint([]byte{}, uint64(len(name)))
+	body = append(append(body, name...), payload...)
+	mod := append(slices.Clone(orig), 0) // section id 0: custom
+	mod = append(binary.AppendUvarint(mod, uint64(len(body))), body...)
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, mod, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // percentile returns the p-th percentile (nearest rank) of ds.
 func percentile(ds []time.Duration, p float64) time.Duration {
 	s := slices.Clone(ds)
@@ -309,20 +404,24 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 
 const propagationBudget = 100 * time.Millisecond
 
-// TestClusterPropagation: breaker, cooldown, lockout, lease, settings,
-// operator-rule, combo, rate-limit-protection and model-cap changes made through one
+// TestClusterPropagation: breaker, window gate, cooldown, lockout, lease,
+// settings, operator-rule, combo, rate-limit-protection, model-cap and
+// plugin-reload changes made through one
 // instance are seen by the two others within 100 ms each, on a single
 // Redis and on a 3-node Redis Cluster. The delay is measured from the
 // moment the changing call answered on the first instance to the moment
 // every other instance's admin API shows the change.
 func TestClusterPropagation(t *testing.T) {
+	wasm := buildExamplePlugin(t, "quota-header-plugin")
+	plugins := fmt.Sprintf("plugins:\n  - {name: quota-header, path: %q, hooks: [classify]}", wasm)
 	for _, topo := range []func(*testing.T) *redisTopology{singleRedis, clusterRedis} {
 		tp := topo(t)
 		t.Run(tp.name, func(t *testing.T) {
-			f := startFleet(t, tp, 3, "local", 1)
+			f := startFleetWith(t, tp, 3, "local", 1, plugins)
 			var (
 				mu      sync.Mutex
 				samples = map[string][]time.Duration{}
+				reloads [][2]time.Duration // plugin reloads: the instance's own, then the others' after its answer
 			)
 			record := func(kind string, d time.Duration) {
 				mu.Lock()
@@ -366,6 +465,68 @@ func TestClusterPropagation(t *testing.T) {
 				record("breaker reset", f.observe(from, propagationBudget, "breaker reset", func(i int) bool {
 					return f.breakerOf(i, "dead")["state"] == "CLOSED"
 				}))
+
+				// Window gate: on, then tripped by windy's two connections
+				// failing (local profile: 2 failures of distinct
+				// connections), then cleared by the reset.
+				if code, m := f.admin(from, "PATCH", "/api/resilience", `{"provider_cooldown": {"enabled": true}}`); code != 200 {
+					t.Fatalf("window gate on: %d %v", code, m)
+				}
+				record("settings", f.observe(from, propagationBudget, "window gate on", func(i int) bool {
+					return f.windowGateOf(i, "windy")["enabled"] == true
+				}))
+				for range 2 {
+					if code, m, err := f.chat(from, "windy/m1"); err != nil || code != 503 {
+						t.Fatalf("request to windy: %d %v %v", code, m, err)
+					}
+				}
+				if g := f.windowGateOf(from, "windy"); g["cooling_until"] == nil {
+					t.Fatalf("instance %d: windy's window gate did not trip after two connections failed: %v", from, g)
+				}
+				record("window gate trip", f.observe(from, propagationBudget, "window gate trip", func(i int) bool {
+					return f.windowGateOf(i, "windy")["cooling_until"] != nil
+				}))
+				if code, m := f.admin(from, "POST", "/api/resilience/reset", `{"provider":"windy"}`); code != 200 {
+					t.Fatalf("reset windy: %d %v", code, m)
+				}
+				record("window gate cleared", f.observe(from, propagationBudget, "window gate cleared", func(i int) bool {
+					g := f.windowGateOf(i, "windy")
+					return g["cooling_until"] == nil && g["failures_in_window"] == float64(0)
+				}))
+				if code, m := f.admin(from, "PATCH", "/api/resilience", `{"provider_cooldown": {"enabled": false}}`); code != 200 {
+					t.Fatalf("window gate off: %d %v", code, m)
+				}
+				record("settings", f.observe(from, propagationBudget, "window gate off", func(i int) bool {
+					return f.windowGateOf(i, "windy")["enabled"] == false
+				}))
+
+				// Plugin reload: the module changed on disk, one instance
+				// reloads through the admin API, every other one reloads
+				// its own plugin files once it hears of it (a new
+				// loaded_at). Each instance compiles the new module itself
+				// (seconds on this machine), so this is timed apart from
+				// the 100 ms changes: the notice is one like the others,
+				// the compile is the peers' own work. Two rounds only: each
+				// reload compiles the module on every instance.
+				if r < 2 {
+					writeRoundModule(t, wasm, fmt.Sprintf("%s-%d", tp.name, r))
+					before := make([]string, len(f.gws))
+					for i := range f.gws {
+						before[i] = f.pluginLoadedAt(i, "quota-header")
+					}
+					t0 := time.Now()
+					if code, m := f.admin(from, "POST", "/api/plugins/reload", ""); code != 200 {
+						t.Fatalf("plugin reload: %d %v", code, m)
+					}
+					own := time.Since(t0)
+					peers := f.observe(from, 30*time.Second/5, "plugin reload", func(i int) bool {
+						at := f.pluginLoadedAt(i, "quota-header")
+						return at != "" && at != before[i]
+					})
+					mu.Lock()
+					reloads = append(reloads, [2]time.Duration{own, peers})
+					mu.Unlock()
+				}
 
 				// Connection cooldown (beta/b1 answers 429), then cleared.
 				if code, _, err := f.chat(from, "beta/m1"); err != nil || code != 429 {
@@ -485,6 +646,12 @@ func TestClusterPropagation(t *testing.T) {
 				ds := samples[k]
 				t.Logf("%-22s n=%2d p50=%6.2fms max=%6.2fms", k, len(ds), ms(percentile(ds, 50)), ms(percentile(ds, 100)))
 			}
+			var own, peers []time.Duration
+			for _, r := range reloads {
+				own, peers = append(own, r[0]), append(peers, r[1])
+			}
+			t.Logf("plugin reloads: n=%d, the reloading instance's own reload p50=%.0fms max=%.0fms; every other instance reloaded %.0fms (p50) / %.0fms (max) after its answer",
+				len(reloads), ms(percentile(own, 50)), ms(percentile(own, 100)), ms(percentile(peers, 50)), ms(percentile(peers, 100)))
 			t.Logf("PROPAGATION %s: %d changes, p50=%.2fms p99=%.2fms max=%.2fms (to both other instances, admin API polled every 0.5 ms)",
 				tp.name, len(all), ms(percentile(all, 50)), ms(percentile(all, 99)), ms(percentile(all, 100)))
 			if p99 := percentile(all, 99); p99 > propagationBudget {
