@@ -23,10 +23,11 @@ import (
 // a catalogue file changes, the Go version switches itself off (and a test
 // fails) until it is brought in step again.
 //
-// One entry is left to Rego: gemini.model_quota, which parses the body as
-// JSON and walks google.rpc details. A 429 whose text names a
-// google.rpc.QuotaFailure, the only attempts it can match, is judged by
-// the Rego catalogue, whole.
+// Left to Rego, whole: a 429 whose text names a google.rpc.QuotaFailure,
+// the only attempts gemini.model_quota can match (it parses the body as
+// JSON and walks the google.rpc details), and a Cloudflare daily
+// allocation text that arrived at a time before 1970 or past year 37,000
+// (Rego's arithmetic there is not a Go integer's).
 
 // goCatalogueDigest is hashSources of the bundle's catalogue files
 // (catalogueFiles) this Go version was written and checked against.
@@ -208,6 +209,12 @@ var (
 // msPerDay is a day in milliseconds.
 const msPerDay = 86400000
 
+// maxGoNowMS bounds the arrival times (Unix ms) cloudflare.daily_neurons
+// is judged in Go: Rego divides in floating point, exact for these
+// (2^50 ms is about year 37,600). An arrival time outside [0, maxGoNowMS]
+// (a clock gone wrong) is left to Rego.
+const maxGoNowMS = 1 << 50
+
 // goRestate is data.breakwater.restate.decision: the first matching
 // restatement rule's document, nil when none.
 func (c *catInput) goRestate(status int) (to int, obj ast.Object) {
@@ -272,7 +279,11 @@ func (c *catInput) goDecisionFor(status int) (obj ast.Object, ok bool) {
 		}
 	case "cloudflare":
 		if strings.Contains(t, "daily free allocation") {
-			next := (floorDiv(c.nowMS, msPerDay) + 1) * msPerDay
+			if c.nowMS < 0 || c.nowMS > maxGoNowMS {
+				// Rego's floor differs from a floor between -1 and 0.
+				return nil, false
+			}
+			next := (c.nowMS/msPerDay + 1) * msPerDay
 			return newCatEntry("cloudflare.daily_neurons", "quota_exhausted", "connection", next-c.nowMS), true
 		}
 	case "agentrouter":
@@ -306,15 +317,6 @@ func (c *catInput) goDecisionFor(status int) (obj ast.Object, ok bool) {
 		return catRemainingZero[c.textReason()], true
 	}
 	return nil, true
-}
-
-// floorDiv is a / b rounded down (b > 0).
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if a%b != 0 && a < 0 {
-		q--
-	}
-	return q
 }
 
 // The result documents' keys the Go version adds.
