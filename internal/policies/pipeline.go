@@ -91,6 +91,10 @@ type Options struct {
 // (data.breakwater.operator.classify), the built-in catalogue
 // (data.breakwater.classify), then engine.DefaultClassifier.
 //
+// While the built-in policies serve alone, the Go version of the built-in
+// catalogue (catalogue.go) stands in for the Rego evaluations below and
+// returns the same documents.
+//
 // One Rego evaluation (data.breakwater.pipeline.judged) gathers the
 // restatements for the status as sent and the classifications for the
 // status the first valid Rego restatement yields; a second one gathers the
