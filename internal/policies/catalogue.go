@@ -65,6 +65,14 @@ type catInput struct {
 	model, profile string
 }
 
+// lowerBody is strings.ToLower(c.body): the start of c.text, which
+// lower-cases body, code and type joined by spaces (an ASCII space ends
+// any UTF-8 sequence, so lower-casing the three apart gives the same
+// bytes).
+func (c *catInput) lowerBody() string {
+	return c.text[:len(c.text)-len(strings.ToLower(c.code))-len(strings.ToLower(c.typ))-2]
+}
+
 // lowerHeaders returns h with lower-cased names. Two names equal but for
 // case become one header, the value of the name that sorts first (byte
 // order), so that the result does not depend on map order.

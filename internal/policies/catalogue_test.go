@@ -503,3 +503,23 @@ func TestGoCatalogueOnlyForTheBuiltinPolicies(t *testing.T) {
 		t.Fatalf("bundle revision %s: goCatalogue %t, builtinOnly %t", st.revision, st.goCatalogue, st.builtinOnly)
 	}
 }
+
+// TestLowerBodyIsTheTextsStart checks catInput.lowerBody against
+// strings.ToLower of the body, bodies and error fields with upper-case,
+// non-ASCII, invalid and cut UTF-8 included.
+func TestLowerBodyIsTheTextsStart(t *testing.T) {
+	parts := []string{"", "A", "额度", "\xe9\xa2", "\xff", "İ", "\u212a", " ", "Ǆ"}
+	for _, body := range parts {
+		for _, b2 := range parts {
+			for _, code := range parts {
+				for _, typ := range []string{"", "X\xe9", "Type"} {
+					in := engine.ErrorInput{Body: body + b2, ErrorCode: code, ErrorType: typ}
+					c := newCatInput(&in, epoch)
+					if got, want := c.lowerBody(), strings.ToLower(in.Body); got != want {
+						t.Errorf("body %q code %q type %q: lowerBody %q, want %q", in.Body, code, typ, got, want)
+					}
+				}
+			}
+		}
+	}
+}

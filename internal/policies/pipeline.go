@@ -428,6 +428,11 @@ func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *t
 		now = p.clock.Now()
 	}
 	a := &attemptInput{cat: newCatInput(&in, now), original: original}
+	if len(a.cat.body) == len(in.Body) {
+		// The body is whole: the operator rules' lower-cased body is the
+		// start of the policies' text.
+		view.lower, view.lowered = a.cat.lowerBody(), true
+	}
 	tr.input(&in)
 
 	// Restatement: operator rules; then one evaluation gathering the Rego
