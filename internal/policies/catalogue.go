@@ -130,10 +130,6 @@ func containsAny(s string, markers []string) bool {
 	return false
 }
 
-// catEntry is one catalogue decision, built once: its ast object is the
-// document the Rego rule returns.
-type catEntry struct{ obj ast.Object }
-
 // newCatEntry builds the document {id, reason, scope, cooldown_ms}.
 func newCatEntry(id, reason, scope string, cooldownMS int64) ast.Object {
 	k := &resultKeys
@@ -333,37 +329,31 @@ var (
 	keyRestating = ast.StringTerm("restating")
 )
 
-// goJudgedBuiltin is data.breakwater.pipeline.judged_builtin for input c
-// with status (the status as sent). ok is false when Rego must judge the
-// attempt.
-func (c *catInput) goJudgedBuiltin(status int) (ast.Object, bool) {
-	k := &resultKeys
-	to, r := c.goRestate(status)
-	if r != nil && to != status {
-		out := ast.NewObjectWithCapacity(3)
-		out.Insert(k.builtinRestate, ast.NewTerm(r))
-		out.Insert(keyStatus, ast.InternedTerm(to))
-		d, ok := c.goDecisionFor(to)
-		if !ok {
-			return nil, false
-		}
-		if d != nil {
-			out.Insert(k.builtin, ast.NewTerm(d))
-		}
-		return out, true
-	}
-	out := ast.NewObjectWithCapacity(3)
-	if r != nil {
-		out.Insert(k.builtinRestate, ast.NewTerm(r))
-	}
+// addBuiltin inserts the catalogue's decision for status into out as
+// "builtin", when there is one; false when Rego must judge the attempt.
+func (c *catInput) addBuiltin(out ast.Object, status int) bool {
 	d, ok := c.goDecisionFor(status)
-	if !ok {
+	if ok && d != nil {
+		out.Insert(resultKeys.builtin, ast.NewTerm(d))
+	}
+	return ok
+}
+
+// goJudgedBuiltin is data.breakwater.pipeline.judged_builtin for input c
+// with status (the status as sent): the built-in restatement, the status
+// judged (its to_status when it differs from status) and the catalogue's
+// decision for it. ok is false when Rego must judge the attempt.
+func (c *catInput) goJudgedBuiltin(status int) (ast.Object, bool) {
+	out := ast.NewObjectWithCapacity(3)
+	judged := status
+	if to, r := c.goRestate(status); r != nil {
+		out.Insert(resultKeys.builtinRestate, ast.NewTerm(r))
+		judged = to
+	}
+	if !c.addBuiltin(out, judged) {
 		return nil, false
 	}
-	if d != nil {
-		out.Insert(k.builtin, ast.NewTerm(d))
-	}
-	out.Insert(keyStatus, ast.InternedTerm(status))
+	out.Insert(keyStatus, ast.InternedTerm(judged))
 	return out, true
 }
 
@@ -371,19 +361,14 @@ func (c *catInput) goJudgedBuiltin(status int) (ast.Object, bool) {
 // without operator policies, for input c with status (the status as
 // sent).
 func (c *catInput) goDecisions(status int) (ast.Object, bool) {
-	k := &resultKeys
 	out := ast.NewObjectWithCapacity(2)
 	if _, r := c.goRestate(status); r != nil {
-		out.Insert(k.builtinRestate, ast.NewTerm(r))
+		out.Insert(resultKeys.builtinRestate, ast.NewTerm(r))
 		out.Insert(keyRestating, ast.InternedTerm(true))
 		return out, true
 	}
-	d, ok := c.goDecisionFor(status)
-	if !ok {
+	if !c.addBuiltin(out, status) {
 		return nil, false
-	}
-	if d != nil {
-		out.Insert(k.builtin, ast.NewTerm(d))
 	}
 	return out, true
 }
@@ -391,13 +376,9 @@ func (c *catInput) goDecisions(status int) (ast.Object, bool) {
 // goClassified is data.breakwater.pipeline.classified for a policy set
 // without operator policies, for input c judged with status.
 func (c *catInput) goClassified(status int) (ast.Object, bool) {
-	d, ok := c.goDecisionFor(status)
-	if !ok {
-		return nil, false
-	}
 	out := ast.NewObjectWithCapacity(1)
-	if d != nil {
-		out.Insert(resultKeys.builtin, ast.NewTerm(d))
+	if !c.addBuiltin(out, status) {
+		return nil, false
 	}
 	return out, true
 }
