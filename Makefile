@@ -25,6 +25,7 @@ FUZZ_TARGETS := \
 	./internal/engine/strategy:FuzzParseQuotaHeaders \
 	./internal/engine/admission:FuzzParseBodyRetryHint \
 	./internal/policies:FuzzLiteralsNeverHideAMatch \
+	./internal/policies:FuzzGoCatalogue \
 	./plugins/abi:FuzzDecodeBinary \
 	./plugins/abi:FuzzDecodeRouteBinary \
 	./internal/redact:FuzzRedact

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/breakwater-dev/breakwater/internal/redact"
@@ -106,9 +107,10 @@ func (DefaultClassifier) Classify(in ErrorInput) Outcome {
 	case status == 429:
 		o.Scope, o.Retryable = ScopeConnection, true
 		switch {
-		case IsQuotaText(text):
+		// text is lower-case already (IsQuotaText would lower it again).
+		case containsAny(text, quotaMarkers[:]):
 			o.Reason, variant = ReasonQuotaExhausted, "quota"
-		case IsConcurrencyLimitedText(text):
+		case containsAny(text, concurrencyMarkers[:]):
 			o.Reason, variant = ReasonConcurrencyLimited, "concurrency"
 		default:
 			o.Reason = ReasonRateLimit
@@ -362,7 +364,10 @@ func jsonString(raw string) string {
 // (redact.String) and truncates to maxMessageLen bytes on a rune boundary.
 // Redaction comes first, so truncation never leaves part of a key.
 func sanitizeMessage(msg string) string {
-	s := redact.String(strings.Join(strings.Fields(msg), " "))
+	if !singleSpaced(msg) {
+		msg = strings.Join(strings.Fields(msg), " ")
+	}
+	s := redact.String(msg)
 	if len(s) <= maxMessageLen {
 		return s
 	}
@@ -372,3 +377,28 @@ func sanitizeMessage(msg string) string {
 	}
 	return s[:cut] + "…"
 }
+
+// singleSpaced reports whether strings.Join(strings.Fields(s), " ") is s:
+// no leading or trailing white space, and every space between words one
+// ASCII space.
+func singleSpaced(s string) bool {
+	space := true // at the start, a space would be leading
+	for _, r := range s {
+		switch {
+		case r == ' ':
+			if space {
+				return false
+			}
+			space = true
+		case r < utf8.RuneSelf && asciiSpace[r] || r >= utf8.RuneSelf && unicode.IsSpace(r):
+			return false
+		default:
+			space = false
+		}
+	}
+	return !space || s == ""
+}
+
+// asciiSpace are the ASCII white space characters besides ' ' that
+// strings.Fields splits at.
+var asciiSpace = [utf8.RuneSelf]bool{'\t': true, '\n': true, '\v': true, '\f': true, '\r': true}

@@ -300,3 +300,31 @@ func TestLastErrorIsRedacted(t *testing.T) {
 		clock.Advance(time.Hour)
 	}
 }
+
+// TestSingleSpaced checks that singleSpaced(s) holds exactly when
+// collapsing s's white space (strings.Fields, joined by one space) leaves
+// it as it is, on hand-picked strings and every short string over an
+// alphabet of spaces, words and invalid UTF-8.
+func TestSingleSpaced(t *testing.T) {
+	same := func(s string) bool { return strings.Join(strings.Fields(s), " ") == s }
+	for _, s := range []string{"", " ", "a", "a b", "a  b", " a", "a ", "a\tb", "a\nb", "a\u00a0b", "a\u2003b",
+		"a\u0085b", "额度 不足", "a\xffb", "\xff \xfe", "rate limit reached for gpt-4o"} {
+		if got := singleSpaced(s); got != same(s) {
+			t.Errorf("singleSpaced(%q) = %t, want %t", s, got, same(s))
+		}
+	}
+	pieces := []string{"a", " ", "\t", "\u00a0", "\xff", "额"}
+	var gen func(s string, n int)
+	gen = func(s string, n int) {
+		if got := singleSpaced(s); got != same(s) {
+			t.Fatalf("singleSpaced(%q) = %t, want %t", s, got, same(s))
+		}
+		if n == 0 {
+			return
+		}
+		for _, p := range pieces {
+			gen(s+p, n-1)
+		}
+	}
+	gen("", 5)
+}

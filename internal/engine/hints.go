@@ -267,24 +267,63 @@ func mayStateReset(body string) bool {
 }
 
 // containsFoldASCII reports whether s contains lower, a lower-case ASCII
-// word, in any ASCII case.
+// word, in any ASCII case. It looks for the first letter in either case
+// with strings.IndexByte and compares the rest at each place found.
 func containsFoldASCII(s, lower string) bool {
-	for i := 0; i+len(lower) <= len(s); i++ {
-		j := 0
-		for ; j < len(lower); j++ {
-			c := s[i+j]
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			if c != lower[j] {
-				break
+	n := len(lower)
+	if n == 0 {
+		return true
+	}
+	first, alt := lower[0], lower[0]
+	if 'a' <= first && first <= 'z' {
+		alt = first - ('a' - 'A')
+	}
+	limit := len(s) - n + 1 // the places a match may start before
+	// lo and up are the next places of first and alt at or after pos:
+	// -1 when there is none, -2 when not looked up yet.
+	lo, up := -2, -2
+	if alt == first {
+		up = -1
+	}
+	for pos := 0; pos < limit; {
+		if lo != -1 && lo < pos {
+			if lo = strings.IndexByte(s[pos:limit], first); lo >= 0 {
+				lo += pos
 			}
 		}
-		if j == len(lower) {
+		if up != -1 && up < pos {
+			if up = strings.IndexByte(s[pos:limit], alt); up >= 0 {
+				up += pos
+			}
+		}
+		i := lo
+		if i < 0 || up >= 0 && up < i {
+			i = up
+		}
+		if i < 0 {
+			return false
+		}
+		if equalFoldASCII(s[i+1:i+n], lower[1:]) {
 			return true
 		}
+		pos = i + 1
 	}
 	return false
+}
+
+// equalFoldASCII reports whether s equals lower, a lower-case ASCII
+// string of the same length, in any ASCII case.
+func equalFoldASCII(s, lower string) bool {
+	for j := 0; j < len(lower); j++ {
+		c := s[j]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[j] {
+			return false
+		}
+	}
+	return true
 }
 
 // parseAfterKeyword skips separators (spaces, quotes, ':', '=') and reads a

@@ -179,3 +179,45 @@ func FuzzResetQuickCheck(f *testing.F) {
 		}
 	})
 }
+
+// TestContainsFoldASCII compares containsFoldASCII with lower-casing s's
+// ASCII letters and strings.Contains, on hand-picked and generated
+// strings (many places of the first letter in both cases, matches at the
+// ends, words cut by the end).
+func TestContainsFoldASCII(t *testing.T) {
+	want := func(s, lower string) bool {
+		b := []byte(s)
+		for i, c := range b {
+			if 'A' <= c && c <= 'Z' {
+				b[i] = c + 'a' - 'A'
+			}
+		}
+		return strings.Contains(string(b), lower)
+	}
+	cases := []string{"", "t", "T", "tr", "TRY", "tRy", "xxtrY", "ttttttry", "TTTTTtRy", "tTtTtTr", "try again",
+		"Please TRY", "RESET at", "rese", "reseT", "rreset", "RrEsEt", "额度 try", "ſtry", "\u212atry", "tr\u00ffy"}
+	for _, w := range []string{"try", "reset", "a", "t"} {
+		for _, s := range cases {
+			if got := containsFoldASCII(s, w); got != want(s, w) {
+				t.Errorf("containsFoldASCII(%q, %q) = %t", s, w, got)
+			}
+		}
+	}
+	// Generated: every string of up to 7 letters from {t, T, r, R, y, Y, x}.
+	alphabet := "tTrRyYx"
+	var gen func(prefix string)
+	gen = func(prefix string) {
+		for _, w := range []string{"try", "tr", "t"} {
+			if got := containsFoldASCII(prefix, w); got != want(prefix, w) {
+				t.Fatalf("containsFoldASCII(%q, %q) = %t", prefix, w, got)
+			}
+		}
+		if len(prefix) == 7 {
+			return
+		}
+		for i := 0; i < len(alphabet); i++ {
+			gen(prefix + alphabet[i:i+1])
+		}
+	}
+	gen("")
+}

@@ -330,6 +330,8 @@ func (p *Pipeline) activateBundle(ctx context.Context, bnd *bundle.Bundle, etag 
 	}
 	next := *p.state.Load()
 	next.queries, next.warned, next.bundleRevision = q, new(atomic.Bool), bnd.Manifest.Revision
+	next.builtinOnly = len(srcs) == 0
+	next.goCatalogue = next.builtinOnly && p.goCatalogue
 	next.revision = p.builtin.revision + "+bundle." + rev
 	next.opFiles = next.opFiles[:0:0]
 	for _, f := range files {

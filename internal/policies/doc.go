@@ -87,8 +87,13 @@
 //
 // # Cost
 //
-// The pipeline runs on every failed attempt, so the built-in policies are
-// written for OPA's rule index: the classification catalogue is one else
+// The pipeline runs on every failed attempt. While the built-in policies
+// serve alone (no operator .rego file, no bundle policy), the catalogue is
+// evaluated by its Go version (catalogue.go), which returns the documents
+// the Rego queries return and is checked against them by the differential
+// tests (TestGoCatalogueMatchesRego and the tests beside it); with
+// operator policies, OPA evaluates everything as follows. The built-in
+// policies are written for OPA's rule index: the classification catalogue is one else
 // chain (data.breakwater.classify.decision_for), each entry testing
 // input.provider or the status against constants first, so that the index
 // skips the entries that cannot apply and evaluation stops at the first

@@ -91,6 +91,10 @@ type Options struct {
 // (data.breakwater.operator.classify), the built-in catalogue
 // (data.breakwater.classify), then engine.DefaultClassifier.
 //
+// While the built-in policies serve alone, the Go version of the built-in
+// catalogue (catalogue.go) stands in for the Rego evaluations below and
+// returns the same documents.
+//
 // One Rego evaluation (data.breakwater.pipeline.judged) gathers the
 // restatements for the status as sent and the classifications for the
 // status the first valid Rego restatement yields; a second one gathers the
@@ -120,6 +124,10 @@ type Pipeline struct {
 	dir     string
 	plugins PluginHook
 	builtin *builtinBundle
+	// goCatalogue reports that the Go version of the built-in catalogue
+	// was written for this bundle (goCatalogueDigest); revisions serving
+	// the built-in policies alone then use it.
+	goCatalogue bool
 	// fallback are the built-in-only queries, used when an evaluation of
 	// the serving revision fails (an operator policy erring at run time).
 	fallback queries
@@ -166,6 +174,10 @@ type pipelineState struct {
 	// builtinOnly reports that queries hold the built-in policies alone
 	// (no operator file), which get the built-in deadline.
 	builtinOnly bool
+	// goCatalogue reports that the built-in catalogue's Go version
+	// (catalogue.go) stands in for queries: queries are the built-in
+	// policies alone and the Go version is in step with the bundle.
+	goCatalogue bool
 }
 
 // queries are the prepared queries of one policy set, shared by every
@@ -242,6 +254,11 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("policies: %w", err)
 	}
 	p.builtin = b
+	p.goCatalogue = b.catalogueDigest() == goCatalogueDigest
+	if !p.goCatalogue {
+		p.log.Warn("the Go version of the built-in catalogue is out of step with the bundle; evaluating the catalogue in Rego",
+			"revision", b.revision)
+	}
 	if p.fallback, err = prepareQueries(ctx, b.policyModules(false)); err != nil {
 		return nil, fmt.Errorf("policies: built-in bundle %s: %w", b.revision, err)
 	}
@@ -256,6 +273,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		warned:      new(atomic.Bool),
 		slow:        new(atomic.Bool),
 		builtinOnly: true,
+		goCatalogue: p.goCatalogue,
 	})
 	if p.bundle != nil {
 		p.firstBundlePoll(ctx)
@@ -409,7 +427,12 @@ func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *t
 	if now.IsZero() {
 		now = p.clock.Now()
 	}
-	doc := newInputDoc(&in, original, now)
+	a := &attemptInput{cat: newCatInput(&in, now), original: original}
+	if len(a.cat.body) == len(in.Body) {
+		// The body is whole: the operator rules' lower-cased body is the
+		// start of the policies' text.
+		view.lower, view.lowered = a.cat.lowerBody(), true
+	}
 	tr.input(&in)
 
 	// Restatement: operator rules; then one evaluation gathering the Rego
@@ -429,12 +452,12 @@ func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *t
 	var rr regoResult
 	if rs != nil {
 		tr.addf("restate rego: skipped, already restated")
-		rr = p.eval(ctx, st, false, doc, rs.to, tr)
+		rr = p.eval(ctx, st, false, a, rs.to, tr)
 	} else {
 		var judged bool
-		rr, judged = p.judge(ctx, st, doc, tr)
+		rr, judged = p.judge(ctx, st, a, tr)
 		if !judged {
-			rr = p.eval(ctx, st, true, doc, original, tr)
+			rr = p.eval(ctx, st, true, a, original, tr)
 		}
 		rs = p.regoRestatement(st, SourceOperator, rr.operatorRestate, original, tr)
 		if rs == nil {
@@ -460,14 +483,14 @@ func (p *Pipeline) judgeAttempt(ctx context.Context, in engine.ErrorInput, tr *t
 			// restatement (or a restatement Rego took for valid and Go
 			// did not) needs them for another status.
 			if rr.status != settled {
-				rr = p.eval(ctx, st, false, doc, settled, tr)
+				rr = p.eval(ctx, st, false, a, settled, tr)
 			}
 		case rs != nil:
-			rr = p.eval(ctx, st, false, doc, rs.to, tr)
+			rr = p.eval(ctx, st, false, a, rs.to, tr)
 		case rr.restating:
 			// The proposed restatements were invalid or a no-op: classify
 			// the status as sent.
-			rr = p.eval(ctx, st, false, doc, original, tr)
+			rr = p.eval(ctx, st, false, a, original, tr)
 		}
 	}
 	status := original
@@ -565,8 +588,22 @@ func defaultScope(r engine.Reason) engine.Scope {
 // (classifiedQuery, with input.restated true when status differs from
 // original). On an evaluation error or timeout it falls back to the
 // built-in-only queries (see timedOut); when ctx ended it gathers nothing.
-func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, doc *inputDoc, status int, tr *tracer) regoResult {
-	input := doc.value(status)
+// While st.goCatalogue, the Go version of the built-in catalogue answers
+// instead, unless the attempt needs an entry left to Rego.
+func (p *Pipeline) eval(ctx context.Context, st *pipelineState, full bool, a *attemptInput, status int, tr *tracer) regoResult {
+	if st.goCatalogue {
+		var m ast.Object
+		var ok bool
+		if full {
+			m, ok = a.cat.goDecisions(status)
+		} else {
+			m, ok = a.cat.goClassified(status)
+		}
+		if ok {
+			return decodeObject(m)
+		}
+	}
+	input := a.doc().value(status)
 	pick := func(q queries) rego.PreparedEvalQuery {
 		if full {
 			return q.decisions
@@ -612,7 +649,7 @@ func (p *Pipeline) timedOut(st *pipelineState, err error, tr *tracer) bool {
 		p.log.Warn("policy evaluation exceeded its deadline and was cancelled; falling back to the built-in policies (logged once per revision)",
 			"revision", st.revision, "operator_files", st.opFiles, "eval_timeout", p.timeout)
 	}
-	st.queries, st.builtinOnly = p.fallback, true
+	st.queries, st.builtinOnly, st.goCatalogue = p.fallback, true, p.goCatalogue
 	return true
 }
 
@@ -629,8 +666,14 @@ func (p *Pipeline) deadline(builtinOnly bool) time.Duration {
 // reports false when the evaluation fails: the caller then takes the
 // two-query path, which falls back per query to the built-in policies as
 // eval does (after a timeout, st already serves the built-in queries).
-func (p *Pipeline) judge(ctx context.Context, st *pipelineState, doc *inputDoc, tr *tracer) (regoResult, bool) {
-	rs, err := p.evalQuery(ctx, st.queries.judged, doc.value(doc.original), p.deadline(st.builtinOnly))
+func (p *Pipeline) judge(ctx context.Context, st *pipelineState, a *attemptInput, tr *tracer) (regoResult, bool) {
+	if st.goCatalogue {
+		if m, ok := a.cat.goJudgedBuiltin(a.original); ok {
+			rr := decodeObject(m)
+			return rr, rr.status != 0
+		}
+	}
+	rs, err := p.evalQuery(ctx, st.queries.judged, a.doc().value(a.original), p.deadline(st.builtinOnly))
 	if err != nil {
 		if ctx.Err() == nil {
 			p.timedOut(st, err, tr)
@@ -674,6 +717,32 @@ var inputKeys = struct {
 	ast.StringTerm("text"), ast.StringTerm("now_ms"),
 }
 
+// attemptInput is one attempt's input: what the Go catalogue reads, and
+// the Rego input documents built from it when an evaluation needs them.
+type attemptInput struct {
+	cat      catInput
+	original int
+	rego     *inputDoc
+}
+
+// doc returns the attempt's Rego input documents, built on first use.
+func (a *attemptInput) doc() *inputDoc {
+	if a.rego == nil {
+		a.rego = newInputDocFrom(&a.cat, a.original)
+	}
+	return a.rego
+}
+
+// newCatInput reads the fields the policies see of in, at now.
+func newCatInput(in *engine.ErrorInput, now time.Time) catInput {
+	body := boundBody(in.Body)
+	return catInput{
+		provider: in.Provider, connection: in.Connection, model: in.Model, profile: string(in.Profile),
+		headers: lowerHeaders(in.Headers), code: in.ErrorCode, typ: in.ErrorType,
+		body: body, text: lowerText(body, in.ErrorCode, in.ErrorType), nowMS: now.UnixMilli(),
+	}
+}
+
 // inputDoc builds the input documents (see the package documentation) of
 // one attempt: the parts that do not depend on the status are built once
 // and shared by every document it returns. Its terms live in the inputDoc
@@ -688,45 +757,42 @@ type inputDoc struct {
 // newInputDoc prepares the input documents of in, whose status as sent is
 // original, at now.
 func newInputDoc(in *engine.ErrorInput, original int, now time.Time) *inputDoc {
+	c := newCatInput(in, now)
+	return newInputDocFrom(&c, original)
+}
+
+// newInputDocFrom prepares the input documents of c, whose status as sent
+// is original.
+func newInputDocFrom(c *catInput, original int) *inputDoc {
 	k := &inputKeys
-	body := boundBody(in.Body)
 	d := &inputDoc{original: original}
-	d.provider.Value = ast.String(in.Provider)
-	d.connection.Value = ast.String(in.Connection)
-	d.model.Value = ast.String(in.Model)
-	d.profile.Value = ast.String(in.Profile)
-	d.now.Value = ast.Number(strconv.FormatInt(now.UnixMilli(), 10))
-	d.hdr.Value = headersObject(in.Headers)
-	d.code.Value = ast.String(in.ErrorCode)
-	d.typ.Value = ast.String(in.ErrorType)
+	d.provider.Value = ast.String(c.provider)
+	d.connection.Value = ast.String(c.connection)
+	d.model.Value = ast.String(c.model)
+	d.profile.Value = ast.String(c.profile)
+	d.now.Value = ast.Number(strconv.FormatInt(c.nowMS, 10))
+	d.hdr.Value = headersValue(c.headers)
+	d.code.Value = ast.String(c.code)
+	d.typ.Value = ast.String(c.typ)
 	d.errObj.Value = ast.NewObject([2]*ast.Term{k.code, &d.code}, [2]*ast.Term{k.typ, &d.typ})
-	d.body.Value = ast.String(body)
-	d.text.Value = ast.String(lowerText(body, in.ErrorCode, in.ErrorType))
+	d.body.Value = ast.String(c.body)
+	d.text.Value = ast.String(c.text)
 	return d
 }
 
-// headersObject is the input's headers object: h with lower-cased names.
-func headersObject(h map[string]string) ast.Object {
-	terms := make([]ast.Term, 0, 2*len(h))
-	pairs := make([][2]*ast.Term, 0, len(h))
-	lowered := false
-	for name, v := range h {
-		if lower := strings.ToLower(name); lower != name {
-			name, lowered = lower, true
-		}
-		terms = append(terms, ast.Term{Value: ast.String(name)}, ast.Term{Value: ast.String(v)})
+// headersObject is the input's headers object: h with lower-cased names
+// (see lowerHeaders).
+func headersObject(h map[string]string) ast.Object { return headersValue(lowerHeaders(h)) }
+
+// headersValue is the headers object of hs, whose names are distinct.
+func headersValue(hs []header) ast.Object {
+	terms := make([]ast.Term, 0, 2*len(hs))
+	pairs := make([][2]*ast.Term, 0, len(hs))
+	for _, h := range hs {
+		terms = append(terms, ast.Term{Value: ast.String(h.name)}, ast.Term{Value: ast.String(h.value)})
 		pairs = append(pairs, [2]*ast.Term{&terms[len(terms)-2], &terms[len(terms)-1]})
 	}
-	if !lowered {
-		// Distinct map keys: no name repeats.
-		return ast.NewObject(pairs...)
-	}
-	// Two names may have lowered to one: Insert keeps one of them.
-	o := ast.NewObjectWithCapacity(len(pairs))
-	for _, kv := range pairs {
-		o.Insert(kv[0], kv[1])
-	}
-	return o
+	return ast.NewObject(pairs...)
 }
 
 // value returns the input document for status (input.restated is true
@@ -806,15 +872,21 @@ var resultKeys = struct {
 // decodeResult reads a pipeline query's result, the *ast.Term rawTerm
 // hands over.
 func decodeResult(rs rego.ResultSet) regoResult {
-	var out regoResult
 	if len(rs) == 0 || len(rs[0].Expressions) == 0 {
-		return out
+		return regoResult{}
 	}
 	t, _ := rs[0].Expressions[0].Value.(*ast.Term)
 	if t == nil {
-		return out
+		return regoResult{}
 	}
 	m, _ := t.Value.(ast.Object)
+	return decodeObject(m)
+}
+
+// decodeObject reads a pipeline query's result document m (nil when
+// undefined).
+func decodeObject(m ast.Object) regoResult {
+	var out regoResult
 	if m == nil {
 		return out
 	}

@@ -165,7 +165,9 @@ func TestMarkersMatchEngine(t *testing.T) {
 
 // BenchmarkRestateAndClassify measures one upstream error through the
 // pipeline with the built-in bundle: agentrouter's 403 quota body (restated
-// to 429, then classified) and a plain OpenAI 429 (no rule restates it).
+// to 429, then classified) and a plain OpenAI 429 (no rule restates it),
+// each with the catalogue's Go version (go, what serves) and with the
+// Rego one (rego, what serves beside operator policies).
 // Besides ns/op it reports the median wall time per call (median-ns), the
 // figure the ≤ 50 µs target is about, its 10th percentile (p10-ns) and the
 // median CPU time of the calling thread (median-cpu-ns), both of which a
@@ -178,9 +180,19 @@ func BenchmarkRestateAndClassify(b *testing.B) {
 		{"agentrouter_403_restated", failure("agentrouter", 403, agentQuotaBody, map[string]string{"content-type": "application/json", "x-request-id": "abc"})},
 		{"openai_429_default", failure("openai", 429, `{"error":{"message":"Rate limit reached for gpt-4o","type":"requests","code":"rate_limit_exceeded"}}`, map[string]string{"retry-after": "2"})},
 	} {
-		b.Run(bc.name, func(b *testing.B) {
-			benchClassify(b, newFixture(b, Options{}).p, bc.in)
-		})
+		for _, goCatalogue := range []bool{true, false} {
+			name := bc.name + "/rego"
+			if goCatalogue {
+				name = bc.name + "/go"
+			}
+			b.Run(name, func(b *testing.B) {
+				p := newFixture(b, Options{}).p
+				st := *p.state.Load()
+				st.goCatalogue = goCatalogue
+				p.state.Store(&st)
+				benchClassify(b, p, bc.in)
+			})
+		}
 	}
 }
 

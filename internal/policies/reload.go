@@ -134,6 +134,7 @@ func (p *Pipeline) Reload(ctx context.Context) error {
 	next := *p.state.Load()
 	next.queries, next.opFiles, next.warned, next.slow = q, nil, new(atomic.Bool), new(atomic.Bool)
 	next.builtinOnly = len(srcs) == 0
+	next.goCatalogue = next.builtinOnly && p.goCatalogue
 	next.revision = p.builtin.revision
 	if len(srcs) > 0 {
 		next.revision += "+operator." + hash[:12]
