@@ -216,9 +216,6 @@ func (c *phasedConn) Handshake() error {
 // is returned by value: a caller that keeps it on its stack allocates
 // only its body and headers.
 func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r Route, firstByte time.Duration) (Buffered, error) {
-	if err := CheckHeaders(h); err != nil {
-		return Buffered{}, err
-	}
 	c, err := p.fastClient(r)
 	if err != nil {
 		return Buffered{}, &LocalError{Err: err}
@@ -227,13 +224,22 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(url)
-	req.Header.SetMethod(method)
+	// The headers are checked (CheckHeaders) as they are copied: one with
+	// a name or value that cannot be sent fails the call before anything
+	// is sent.
 	for k, vs := range h {
+		if !wire.ValidHeaderName(k) {
+			return Buffered{}, invalidHeaderName(k)
+		}
 		for _, v := range vs {
+			if !wire.ValidHeaderValue(v) {
+				return Buffered{}, invalidHeaderValue(k)
+			}
 			req.Header.Add(k, v)
 		}
 	}
+	req.SetRequestURI(url)
+	req.Header.SetMethod(method)
 	setBody(req, body)
 	if firstByte <= 0 {
 		firstByte = p.timeouts.FirstByte
@@ -264,38 +270,36 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 }
 
 // fieldsOf copies an answer's headers in two allocations whatever their
-// number: one string holding every name and value, and the list. Names
-// are put in canonical form (fasthttp has done so already, so
-// CanonicalMIMEHeaderKey returns them as they are).
+// number: one string holding every name and value, and the list. It
+// visits the headers once (the bytes it notes stay valid while the
+// response is held). Names are put in canonical form (fasthttp has done
+// so already, so CanonicalMIMEHeaderKey returns them as they are).
 func fieldsOf(rh *fasthttp.ResponseHeader) []wire.Header {
-	var hv headerVisit
-	rh.VisitAll(hv.count)
-	hv.buf.Grow(hv.size)
-	rh.VisitAll(hv.copy)
-	hv.all = hv.buf.String()
-	hv.out = make([]wire.Header, 0, hv.n)
-	rh.VisitAll(hv.cut)
-	return hv.out
+	var first [24]rawField
+	kv := first[:0]
+	rh.VisitAll(func(k, v []byte) { kv = append(kv, rawField{k, v}) })
+	size := 0
+	for _, f := range kv {
+		size += len(f.k) + len(f.v)
+	}
+	var buf strings.Builder
+	buf.Grow(size)
+	for _, f := range kv {
+		buf.Write(f.k)
+		buf.Write(f.v)
+	}
+	all := buf.String()
+	out := make([]wire.Header, len(kv))
+	at := 0
+	for i, f := range kv {
+		out[i] = wire.Header{Name: textproto.CanonicalMIMEHeaderKey(all[at : at+len(f.k)]), Value: all[at+len(f.k) : at+len(f.k)+len(f.v)]}
+		at += len(f.k) + len(f.v)
+	}
+	return out
 }
 
-// headerVisit is fieldsOf's state across its three passes.
-type headerVisit struct {
-	n, size, at int
-	buf         strings.Builder
-	all         string
-	out         []wire.Header
-}
-
-func (v *headerVisit) count(k, val []byte) { v.n, v.size = v.n+1, v.size+len(k)+len(val) }
-
-func (v *headerVisit) copy(k, val []byte) { v.buf.Write(k); v.buf.Write(val) }
-
-func (v *headerVisit) cut(k, val []byte) {
-	name := textproto.CanonicalMIMEHeaderKey(v.all[v.at : v.at+len(k)])
-	value := v.all[v.at+len(k) : v.at+len(k)+len(val)]
-	v.at += len(k) + len(val)
-	v.out = append(v.out, wire.Header{Name: name, Value: value})
-}
+// rawField is a header as the response holds it.
+type rawField struct{ k, v []byte }
 
 // copiedBody is the size up to which setBody copies a spliced body into
 // the request's own buffer: below it a copy costs less than writing the

@@ -2,12 +2,14 @@ package upstream
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,5 +160,40 @@ func TestDoBufferedWritesASplicedBody(t *testing.T) {
 		if string(body) != orig {
 			t.Fatalf("size %d: the client's body changed", size)
 		}
+	}
+}
+
+// An answer with more headers than fieldsOf notes on its stack is copied
+// whole, in order.
+func TestFieldsOfManyHeaders(t *testing.T) {
+	var rh fasthttp.ResponseHeader
+	for i := range 40 {
+		rh.Add(fmt.Sprintf("X-H%02d", i), strings.Repeat("v", i))
+	}
+	fields := fieldsOf(&rh)
+	var want []wire.Header
+	rh.VisitAll(func(k, v []byte) { want = append(want, wire.Header{Name: string(k), Value: string(v)}) })
+	if len(want) < 40 || !reflect.DeepEqual(fields, want) {
+		t.Fatalf("fieldsOf = %v, want %v", fields, want)
+	}
+}
+
+// DoBuffered refuses a header it cannot send — a name that is not a
+// token, a value with a control byte — with a *LocalError, sending
+// nothing.
+func TestDoBufferedRefusesHeadersItCannotSend(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	for _, h := range []http.Header{{"Bad Name": {"v"}}, {"X-Ok": {"a\r\nInjected: 1"}}} {
+		_, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", h, wire.Owned([]byte(`{}`)), Route{}, 5*time.Second)
+		if !IsLocal(err) || err.Error() != CheckHeaders(h).Error() {
+			t.Fatalf("headers %q: err %v, want CheckHeaders' %v", h, err, CheckHeaders(h))
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the upstream got %d calls", n)
 	}
 }
