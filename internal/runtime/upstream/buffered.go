@@ -100,7 +100,7 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 			return nil, err
 		}
 		if !isTLS {
-			return &phasedConn{Conn: conn, idle: p.timeouts.Idle}, nil
+			return &phasedConn{Conn: conn, idle: p.timeouts.Idle, retryWrites: true}, nil
 		}
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -131,28 +131,91 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 // idle timer keeps its exact meaning (a silence longer than the idle
 // timeout from the start of a read) at the price of one deadline per
 // answer instead of one per read.
+//
+// The call's own deadlines (fasthttp sets a write and a read deadline for
+// every call) are set on the socket only when they move: a deadline
+// already on the socket that is not later than the one asked for, and
+// earlier by at most an eighth of the time left (keptDeadline), stays. A
+// socket deadline that passes before the one asked for is then moved to
+// it and the read or write goes on, so each timer keeps its exact
+// meaning; back-to-back calls on a connection cost no timer update. A
+// write over TLS cannot go on after its deadline passed (the TLS state is
+// then broken), so there the write deadline is always set as asked.
 type phasedConn struct {
 	net.Conn
 	idle time.Duration
+	// retryWrites: a write cut by its deadline may go on (not TLS).
+	retryWrites bool
 	// started: a byte of the current answer has arrived.
 	started bool
 	// armed: the idle deadline is set on the socket for this answer.
 	armed bool
 	// since is when the latest read of a started answer began.
 	since time.Time
+	// readBy and writeBy are the deadlines asked for the current call;
+	// readSet and writeSet those on the socket.
+	readBy, readSet, writeBy, writeSet time.Time
+}
+
+// keptDeadline reports whether a deadline set on the socket may stand for
+// the deadline want: neither is zero, set is not later than want, and
+// earlier by at most an eighth of the time left until want.
+func keptDeadline(set, want time.Time) bool {
+	if set.IsZero() || want.IsZero() || set.After(want) {
+		return false
+	}
+	return want.Sub(set) <= time.Until(want)/8
+}
+
+// setRead sets the socket's read deadline.
+func (c *phasedConn) setRead(deadline time.Time) error {
+	c.readSet = deadline
+	return c.Conn.SetReadDeadline(deadline)
 }
 
 // SetReadDeadline starts a new answer: deadline bounds the wait for its
 // first byte.
 func (c *phasedConn) SetReadDeadline(deadline time.Time) error {
 	c.started, c.armed = false, false
-	return c.Conn.SetReadDeadline(deadline)
+	c.readBy = deadline
+	if keptDeadline(c.readSet, deadline) {
+		return nil
+	}
+	return c.setRead(deadline)
 }
 
-// SetDeadline starts a new answer, as SetReadDeadline does.
+// SetWriteDeadline bounds the writes of the call.
+func (c *phasedConn) SetWriteDeadline(deadline time.Time) error {
+	c.writeBy = deadline
+	if c.retryWrites && keptDeadline(c.writeSet, deadline) {
+		return nil
+	}
+	c.writeSet = deadline
+	return c.Conn.SetWriteDeadline(deadline)
+}
+
+// SetDeadline starts a new answer, as SetReadDeadline does, and bounds
+// the writes.
 func (c *phasedConn) SetDeadline(deadline time.Time) error {
 	c.started, c.armed = false, false
+	c.readBy, c.readSet, c.writeBy, c.writeSet = deadline, deadline, deadline, deadline
 	return c.Conn.SetDeadline(deadline)
+}
+
+// Write writes under the call's write deadline: one kept on the socket
+// that passes before it is moved to it, and the write goes on.
+func (c *phasedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	for err != nil && !c.writeSet.Equal(c.writeBy) && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(c.writeBy) {
+		c.writeSet = c.writeBy
+		if err := c.Conn.SetWriteDeadline(c.writeBy); err != nil {
+			return n, err
+		}
+		var m int
+		m, err = c.Conn.Write(b[n:])
+		n += m
+	}
+	return n, err
 }
 
 // Read reads under the first-byte deadline until the answer has started,
@@ -161,7 +224,7 @@ func (c *phasedConn) Read(b []byte) (int, error) {
 	if c.started {
 		c.since = time.Now()
 		if !c.armed {
-			if err := c.Conn.SetReadDeadline(c.since.Add(c.idle)); err != nil {
+			if err := c.setRead(c.since.Add(c.idle)); err != nil {
 				return 0, err
 			}
 			c.armed = true
@@ -169,11 +232,19 @@ func (c *phasedConn) Read(b []byte) (int, error) {
 	}
 	for {
 		n, err := c.Conn.Read(b)
+		if err != nil && n == 0 && !c.started && !c.readSet.Equal(c.readBy) && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(c.readBy) {
+			// A deadline kept from an earlier call passed before this
+			// one's: wait on until this one's.
+			if err := c.setRead(c.readBy); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if err != nil && c.started && errors.Is(err, os.ErrDeadlineExceeded) {
 			// The deadline was set by an earlier read: this one has
 			// waited less than the idle timeout and goes on waiting.
 			if until := c.since.Add(c.idle); n == 0 && time.Now().Before(until) {
-				if err := c.Conn.SetReadDeadline(until); err != nil {
+				if err := c.setRead(until); err != nil {
 					return 0, err
 				}
 				continue
