@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/breakwater-dev/breakwater/internal/runtime/lazydeadline"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -133,14 +134,12 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 // answer instead of one per read.
 //
 // The call's own deadlines (fasthttp sets a write and a read deadline for
-// every call) are set on the socket only when they move: a deadline
-// already on the socket that is not later than the one asked for, and
-// earlier by at most an eighth of the time left (keptDeadline), stays. A
-// socket deadline that passes before the one asked for is then moved to
-// it and the read or write goes on, so each timer keeps its exact
-// meaning; back-to-back calls on a connection cost no timer update. A
-// write over TLS cannot go on after its deadline passed (the TLS state is
-// then broken), so there the write deadline is always set as asked.
+// every call) are set on the socket only when they move
+// (lazydeadline): a kept earlier deadline that passes is moved to the
+// call's own and the read or write goes on, so each timer keeps its exact
+// meaning while back-to-back calls on a connection cost no timer update.
+// A write over TLS cannot go on after its deadline passed (the TLS state
+// is then broken), so there the write deadline is always set as asked.
 type phasedConn struct {
 	net.Conn
 	idle time.Duration
@@ -152,24 +151,13 @@ type phasedConn struct {
 	armed bool
 	// since is when the latest read of a started answer began.
 	since time.Time
-	// readBy and writeBy are the deadlines asked for the current call;
-	// readSet and writeSet those on the socket.
-	readBy, readSet, writeBy, writeSet time.Time
+	// read and write are the call's deadlines and the socket's.
+	read, write lazydeadline.Deadline
 }
 
-// keptDeadline reports whether a deadline set on the socket may stand for
-// the deadline want: neither is zero, set is not later than want, and
-// earlier by at most an eighth of the time left until want.
-func keptDeadline(set, want time.Time) bool {
-	if set.IsZero() || want.IsZero() || set.After(want) {
-		return false
-	}
-	return want.Sub(set) <= time.Until(want)/8
-}
-
-// setRead sets the socket's read deadline.
+// setRead sets the socket's read deadline (the idle timer's).
 func (c *phasedConn) setRead(deadline time.Time) error {
-	c.readSet = deadline
+	c.read.Set = deadline
 	return c.Conn.SetReadDeadline(deadline)
 }
 
@@ -177,20 +165,19 @@ func (c *phasedConn) setRead(deadline time.Time) error {
 // first byte.
 func (c *phasedConn) SetReadDeadline(deadline time.Time) error {
 	c.started, c.armed = false, false
-	c.readBy = deadline
-	if keptDeadline(c.readSet, deadline) {
+	if !c.read.Ask(deadline) {
 		return nil
 	}
-	return c.setRead(deadline)
+	return c.Conn.SetReadDeadline(deadline)
 }
 
 // SetWriteDeadline bounds the writes of the call.
 func (c *phasedConn) SetWriteDeadline(deadline time.Time) error {
-	c.writeBy = deadline
-	if c.retryWrites && keptDeadline(c.writeSet, deadline) {
+	if !c.retryWrites {
+		c.write.Forced(deadline)
+	} else if !c.write.Ask(deadline) {
 		return nil
 	}
-	c.writeSet = deadline
 	return c.Conn.SetWriteDeadline(deadline)
 }
 
@@ -198,7 +185,8 @@ func (c *phasedConn) SetWriteDeadline(deadline time.Time) error {
 // the writes.
 func (c *phasedConn) SetDeadline(deadline time.Time) error {
 	c.started, c.armed = false, false
-	c.readBy, c.readSet, c.writeBy, c.writeSet = deadline, deadline, deadline, deadline
+	c.read.Forced(deadline)
+	c.write.Forced(deadline)
 	return c.Conn.SetDeadline(deadline)
 }
 
@@ -206,9 +194,8 @@ func (c *phasedConn) SetDeadline(deadline time.Time) error {
 // that passes before it is moved to it, and the write goes on.
 func (c *phasedConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
-	for err != nil && !c.writeSet.Equal(c.writeBy) && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(c.writeBy) {
-		c.writeSet = c.writeBy
-		if err := c.Conn.SetWriteDeadline(c.writeBy); err != nil {
+	for err != nil && c.write.Early(err) {
+		if err := c.Conn.SetWriteDeadline(c.write.Want); err != nil {
 			return n, err
 		}
 		var m int
@@ -232,10 +219,10 @@ func (c *phasedConn) Read(b []byte) (int, error) {
 	}
 	for {
 		n, err := c.Conn.Read(b)
-		if err != nil && n == 0 && !c.started && !c.readSet.Equal(c.readBy) && errors.Is(err, os.ErrDeadlineExceeded) && time.Now().Before(c.readBy) {
+		if err != nil && n == 0 && !c.started && c.read.Early(err) {
 			// A deadline kept from an earlier call passed before this
 			// one's: wait on until this one's.
-			if err := c.setRead(c.readBy); err != nil {
+			if err := c.Conn.SetReadDeadline(c.read.Want); err != nil {
 				return 0, err
 			}
 			continue
