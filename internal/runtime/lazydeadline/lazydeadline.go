@@ -5,7 +5,9 @@
 // each time, though the new deadline is most often the last one moved on
 // by the time between two requests. A Deadline keeps the deadline already
 // on the socket when it is not later than the one asked for and earlier by
-// at most half the time left until it: the socket then wakes up early at
+// at most three quarters of the time left until it (enough for a server
+// whose idle and read timeouts alternate, the read timeout half the idle
+// one, to keep one deadline across both): the socket then wakes up early at
 // worst, and the connection, seeing its deadline pass (Early), moves it to
 // the one asked for and goes on reading or writing. So the timer keeps its
 // exact meaning — nothing is cut before the deadline asked for — while
@@ -46,12 +48,12 @@ func (l *Deadline) Ask(d time.Time) bool {
 
 // kept reports whether the socket's deadline set may stand for want:
 // neither is zero, set is not later than want, and earlier by at most
-// half the time left until want.
+// three quarters of the time left until want.
 func kept(set, want time.Time) bool {
 	if set.IsZero() || want.IsZero() || set.After(want) {
 		return false
 	}
-	return want.Sub(set) <= time.Until(want)/2
+	return want.Sub(set) <= time.Until(want)/4*3
 }
 
 // Early reports whether err, from a read or write of the socket, is its

@@ -17,13 +17,15 @@ func TestAskSetsADeadlineOnlyWhenItMoves(t *testing.T) {
 		at  time.Duration
 		set bool
 	}{
-		{time.Minute, true},                    // the first
-		{time.Minute + time.Second, false},     // a little later: kept
-		{time.Minute + 30*time.Second, false},  // 30 s later, within half of 90 s: kept
-		{2*time.Minute + 30*time.Second, true}, // 90 s later, past half of 150 s: set
-		{time.Minute, true},                    // earlier: set
-		{0, true},                              // none: set
-		{time.Minute, true},                    // from none: set
+		{time.Minute, true},                   // the first
+		{time.Minute + time.Second, false},    // a little later: kept
+		{time.Minute + 30*time.Second, false}, // 30 s later, within 3/4 of 90 s: kept
+		{5 * time.Minute, true},               // 240 s later, past 3/4 of 300 s: set
+		{time.Minute, true},                   // earlier: set
+		{2 * time.Minute, false},              // an idle timeout after a read timeout half as long: kept
+		{time.Minute + time.Second, false},    // the read timeout after it: kept
+		{0, true},                             // none: set
+		{time.Minute, true},                   // from none: set
 	} {
 		var at time.Time
 		if s.at > 0 {

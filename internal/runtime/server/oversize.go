@@ -11,6 +11,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/lazydeadline"
 )
 
 // Delivering the 413 of an oversized body. fasthttp refuses a body over
@@ -46,15 +47,87 @@ func (l lingerListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lingerConn{Conn: c, limit: l.limit}, nil
+	_, lazy := c.(*net.TCPConn)
+	return &lingerConn{Conn: c, limit: l.limit, lazy: lazy}, nil
 }
 
 // lingerConn is a connection that, once marked (lingerOnClose), drains
 // the client's unread body before it closes.
+//
+// On a plain TCP socket it also sets the deadlines fasthttp asks for each
+// request (the idle and read timeouts, the write timeout) only when they
+// move (lazydeadline): a kept earlier deadline that passes is moved to
+// the one asked for and the read or write goes on, so every timeout keeps
+// its exact meaning while a keep-alive connection's requests cost no
+// timer update.
 type lingerConn struct {
 	net.Conn
 	limit  int64
 	linger atomic.Bool
+	// lazy: deadlines are set lazily (a plain TCP socket).
+	lazy        bool
+	read, write lazydeadline.Deadline
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *lingerConn) SetReadDeadline(t time.Time) error {
+	if c.lazy && !c.read.Ask(t) {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetWriteDeadline implements net.Conn.
+func (c *lingerConn) SetWriteDeadline(t time.Time) error {
+	if c.lazy && !c.write.Ask(t) {
+		return nil
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline implements net.Conn.
+func (c *lingerConn) SetDeadline(t time.Time) error {
+	c.read.Forced(t)
+	c.write.Forced(t)
+	return c.Conn.SetDeadline(t)
+}
+
+// Read implements net.Conn: a kept read deadline that passes before the
+// one asked for is moved to it, and the read goes on.
+func (c *lingerConn) Read(b []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(b)
+		if err == nil || n > 0 || !c.lazy || !c.read.Early(err) {
+			return n, err
+		}
+		if err := c.Conn.SetReadDeadline(c.read.Want); err != nil {
+			return 0, err
+		}
+	}
+}
+
+// Write implements net.Conn: a kept write deadline that passes before the
+// one asked for is moved to it, and the write goes on.
+func (c *lingerConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	for err != nil && c.lazy && c.write.Early(err) {
+		if err := c.Conn.SetWriteDeadline(c.write.Want); err != nil {
+			return n, err
+		}
+		var m int
+		m, err = c.Conn.Write(b[n:])
+		n += m
+	}
+	return n, err
+}
+
+// exactReadDeadline sets on the socket the read deadline asked for, for a
+// reader that waits on the socket itself (the client watcher's peek),
+// which no kept deadline must wake early.
+func (c *lingerConn) exactReadDeadline() {
+	if c.lazy && c.read.Exact() {
+		_ = c.Conn.SetReadDeadline(c.read.Want)
+	}
 }
 
 // Close implements net.Conn: a marked connection half-closes, discards up

@@ -42,11 +42,11 @@ func TestPhasedConnSetsACallsDeadlinesOnlyWhenTheyMove(t *testing.T) {
 	}{
 		{10 * time.Minute, 1, 1},                  // first deadline: set
 		{10*time.Minute + time.Millisecond, 1, 1}, // a little later: kept
-		{10*time.Minute + 30*time.Second, 1, 1},   // 30 s later, within half the time left: kept
+		{10*time.Minute + 30*time.Second, 1, 1},   // 30 s later, within three quarters of the time left: kept
 		{5 * time.Minute, 2, 2},                   // earlier: set
-		{20 * time.Minute, 3, 3},                  // much later: set
+		{30 * time.Minute, 3, 3},                  // much later: set
 		{0, 4, 4},                                 // none: set
-		{20 * time.Minute, 5, 5},                  // from none: set
+		{30 * time.Minute, 5, 5},                  // from none: set
 	}
 	for i, s := range steps {
 		d := time.Time{}
