@@ -85,12 +85,14 @@ func (w *walk) value() []byte {
 }
 
 // skip checks and skips the value at the cursor and returns where it
-// ends. A string of plain bytes (no escape, no control byte: most keys
-// and texts) is skipped here; anything else is wire.SkipValue's.
+// ends. A short string of plain bytes (no escape, no control byte: most
+// keys and short values) is skipped here; anything else — a longer text
+// included, which wire reads eight bytes at a time — is
+// wire.SkipValue's.
 func (w *walk) skip() int {
 	b, i := w.b, w.i
 	if i < len(b) && b[i] == '"' {
-		for i++; i < len(b); i++ {
+		for i++; i < len(b) && i-w.i <= shortString; i++ {
 			if c := b[i]; c == '"' {
 				w.i = i + 1
 				return w.i
@@ -141,6 +143,9 @@ func (w *walk) done() bool {
 	w.ws()
 	return !w.bad && w.i == len(w.b)
 }
+
+// shortString is the length up to which skip reads a string itself.
+const shortString = 24
 
 // seek walks a top-level object up to its first member named key, the
 // answer's array. known reports that member was there and an array: the

@@ -2,6 +2,7 @@ package frames
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
@@ -123,19 +124,23 @@ func FuzzValidReaders(f *testing.F) {
 // BenchmarkAnswerCheck compares, on a typical chat answer, the lenient
 // reading plus wire.Valid (two passes) with the validating reader (one).
 func BenchmarkAnswerCheck(b *testing.B) {
-	body := []byte(validAnswerBodies[0])
-	b.Run("two-passes", func(b *testing.B) {
-		for b.Loop() {
-			if ChatAnswer(body).Empty() || !wire.Valid(body) {
-				b.Fatal("misread")
+	long := `{"id":"c1","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+		strings.Repeat("The quick brown fox jumps over the lazy dog. ", 24) + `"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":2}}`
+	for _, c := range []struct{ name, body string }{{"short", validAnswerBodies[0]}, {"1KB", long}} {
+		body := []byte(c.body)
+		b.Run(c.name+"/two-passes", func(b *testing.B) {
+			for b.Loop() {
+				if ChatAnswer(body).Empty() || !wire.Valid(body) {
+					b.Fatal("misread")
+				}
 			}
-		}
-	})
-	b.Run("one-pass", func(b *testing.B) {
-		for b.Loop() {
-			if a, ok := ValidChatAnswer(body); !ok || a.Empty() {
-				b.Fatal("misread")
+		})
+		b.Run(c.name+"/one-pass", func(b *testing.B) {
+			for b.Loop() {
+				if a, ok := ValidChatAnswer(body); !ok || a.Empty() {
+					b.Fatal("misread")
+				}
 			}
-		}
-	})
+		})
+	}
 }
