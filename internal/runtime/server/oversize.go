@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -64,14 +65,22 @@ type lingerConn struct {
 	net.Conn
 	limit  int64
 	linger atomic.Bool
-	// lazy: deadlines are set lazily (a plain TCP socket).
+	// lazy: deadlines are set lazily (a plain TCP socket). mu guards
+	// read and write: a connection's deadlines may be set from several
+	// goroutines (a streamed body's writer, the client watcher).
 	lazy        bool
+	mu          sync.Mutex
 	read, write lazydeadline.Deadline
 }
 
 // SetReadDeadline implements net.Conn.
 func (c *lingerConn) SetReadDeadline(t time.Time) error {
-	if c.lazy && !c.read.Ask(t) {
+	if !c.lazy {
+		return c.Conn.SetReadDeadline(t)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.read.Ask(t) {
 		return nil
 	}
 	return c.Conn.SetReadDeadline(t)
@@ -79,7 +88,12 @@ func (c *lingerConn) SetReadDeadline(t time.Time) error {
 
 // SetWriteDeadline implements net.Conn.
 func (c *lingerConn) SetWriteDeadline(t time.Time) error {
-	if c.lazy && !c.write.Ask(t) {
+	if !c.lazy {
+		return c.Conn.SetWriteDeadline(t)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.write.Ask(t) {
 		return nil
 	}
 	return c.Conn.SetWriteDeadline(t)
@@ -87,9 +101,26 @@ func (c *lingerConn) SetWriteDeadline(t time.Time) error {
 
 // SetDeadline implements net.Conn.
 func (c *lingerConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.read.Forced(t)
 	c.write.Forced(t)
 	return c.Conn.SetDeadline(t)
+}
+
+// early reports whether err, from a read or write under d, is a kept
+// deadline passing before the one asked for, and then moves the socket's
+// deadline (set) to it: the read or write goes on.
+func (c *lingerConn) early(d *lazydeadline.Deadline, set func(time.Time) error, err error) (bool, error) {
+	if !c.lazy {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !d.Early(err) {
+		return false, nil
+	}
+	return true, set(d.Want)
 }
 
 // Read implements net.Conn: a kept read deadline that passes before the
@@ -97,11 +128,15 @@ func (c *lingerConn) SetDeadline(t time.Time) error {
 func (c *lingerConn) Read(b []byte) (int, error) {
 	for {
 		n, err := c.Conn.Read(b)
-		if err == nil || n > 0 || !c.lazy || !c.read.Early(err) {
+		if err == nil || n > 0 {
 			return n, err
 		}
-		if err := c.Conn.SetReadDeadline(c.read.Want); err != nil {
-			return 0, err
+		again, serr := c.early(&c.read, c.Conn.SetReadDeadline, err)
+		if serr != nil {
+			return 0, serr
+		}
+		if !again {
+			return n, err
 		}
 	}
 }
@@ -110,9 +145,13 @@ func (c *lingerConn) Read(b []byte) (int, error) {
 // one asked for is moved to it, and the write goes on.
 func (c *lingerConn) Write(b []byte) (int, error) {
 	n, err := c.Conn.Write(b)
-	for err != nil && c.lazy && c.write.Early(err) {
-		if err := c.Conn.SetWriteDeadline(c.write.Want); err != nil {
-			return n, err
+	for err != nil {
+		again, serr := c.early(&c.write, c.Conn.SetWriteDeadline, err)
+		if serr != nil {
+			return n, serr
+		}
+		if !again {
+			break
 		}
 		var m int
 		m, err = c.Conn.Write(b[n:])
@@ -125,7 +164,12 @@ func (c *lingerConn) Write(b []byte) (int, error) {
 // reader that waits on the socket itself (the client watcher's peek),
 // which no kept deadline must wake early.
 func (c *lingerConn) exactReadDeadline() {
-	if c.lazy && c.read.Exact() {
+	if !c.lazy {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read.Exact() {
 		_ = c.Conn.SetReadDeadline(c.read.Want)
 	}
 }
