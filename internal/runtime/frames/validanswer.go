@@ -1,8 +1,6 @@
 package frames
 
 import (
-	"bytes"
-
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -210,20 +208,7 @@ func ValidChatAnswer(body []byte) (Answer, bool) {
 				}
 				for mm := w.open('{'); mm; mm = w.next('}') {
 					mk := w.key()
-					mv := w.value()
-					switch string(mk) {
-					case "content", "refusal":
-						a.Bytes += textBytes(mv)
-						if isNonEmptyArray(mv) { // content parts
-							a.Bytes += partsText(mv)
-						}
-					case "tool_calls":
-						a.ToolCall = a.ToolCall || isNonEmptyArray(mv)
-					case "function_call":
-						a.ToolCall = a.ToolCall || isObject(mv)
-					case "reasoning_content", "reasoning":
-						a.Reasoning = a.Reasoning || (isString(mv) && len(mv) > 2)
-					}
+					a.chatMessageMember(mk, w.value())
 				}
 			case "text":
 				a.Bytes += textBytes(w.value())
@@ -260,14 +245,7 @@ func ValidMessagesAnswer(body []byte) (Answer, bool) {
 				text = v
 			}
 		}
-		switch string(typ) {
-		case "text":
-			a.Bytes += textBytes(text)
-		case "tool_use", "server_tool_use", "mcp_tool_use":
-			a.ToolCall = true
-		case "thinking", "redacted_thinking":
-			a.Reasoning = true
-		}
+		a.messagesBlock(typ, text)
 	}
 	if known {
 		w.rest()
@@ -298,14 +276,7 @@ func ValidResponsesAnswer(body []byte) (Answer, bool) {
 				content, contentSeen = v, true
 			}
 		}
-		switch {
-		case string(typ) == "message":
-			a.Bytes += partsText(content)
-		case string(typ) == "reasoning":
-			a.Reasoning = true
-		case bytes.HasSuffix(typ, []byte("_call")):
-			a.ToolCall = true
-		}
+		a.responsesItem(typ, content)
 	}
 	if known {
 		w.rest()
