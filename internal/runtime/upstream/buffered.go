@@ -60,6 +60,9 @@ func (p *Pool) Buffers(r Route) bool { return r.ProxyURL == "" }
 // connections are phasedConns (TLS included, set up by the dialer) so that
 // the call's deadline bounds only the wait for the first byte.
 func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
+	if c, ok := p.fastRead.Load(r); ok {
+		return c.(*fasthttp.Client), nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.fast[r]; ok {
@@ -89,7 +92,35 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 		p.fast = make(map[Route]*fasthttp.Client)
 	}
 	p.fast[r] = c
+	p.fastRead.Store(r, c)
 	return c, nil
+}
+
+// maxParsedURLs bounds the parsed URLs a Pool keeps (parsedURL): a call
+// to a URL past them parses it as before.
+const maxParsedURLs = 1024
+
+// parsedURL returns url parsed as fasthttp's client parses a request's
+// URL, kept for the next calls to it (most calls go to a few URLs, a
+// connection's endpoints): a request set from it (Request.SetURI) copies
+// the parse instead of parsing again. nil for a URL that does not parse
+// (the caller sets it as is, to fail as before) or one past
+// maxParsedURLs. The URI returned is shared: it must not be modified.
+func (p *Pool) parsedURL(url string) *fasthttp.URI {
+	if u, ok := p.urls.Load(url); ok {
+		return u.(*fasthttp.URI)
+	}
+	if p.urlCount.Load() >= maxParsedURLs {
+		return nil
+	}
+	u := new(fasthttp.URI)
+	if err := u.Parse(nil, []byte(url)); err != nil {
+		return nil
+	}
+	if _, loaded := p.urls.LoadOrStore(url, u); !loaded {
+		p.urlCount.Add(1)
+	}
+	return u
 }
 
 // phasedDial dials a connection of the synchronous client: TCP, then TLS
@@ -296,7 +327,11 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 			req.Header.Add(k, v)
 		}
 	}
-	req.SetRequestURI(url)
+	if u := p.parsedURL(url); u != nil {
+		req.SetURI(u)
+	} else {
+		req.SetRequestURI(url)
+	}
 	req.Header.SetMethod(method)
 	setBody(req, body)
 	if firstByte <= 0 {

@@ -197,3 +197,37 @@ func TestDoBufferedRefusesHeadersItCannotSend(t *testing.T) {
 		t.Fatalf("the upstream got %d calls", n)
 	}
 }
+
+// A buffered call's URL is parsed once and its parse reused: calls to the
+// same URL, with and without a query, reach the upstream at their path and
+// query; a URL that does not parse is not kept, and no more than
+// maxParsedURLs are.
+func TestDoBufferedReusesTheParsedURL(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Host + " " + r.URL.RequestURI())
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, path := range []string{"/v1/chat/completions", "/v1/chat/completions", "/v1/messages?beta=true", "/v1/messages?beta=true"} {
+		if _, err := p.DoBuffered(http.MethodPost, srv.URL+path, nil, wire.Owned([]byte(`{}`)), Route{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if g := got.Load(); g != host+" "+path {
+			t.Fatalf("upstream saw %v, want %s %s", g, host, path)
+		}
+	}
+	if n := p.urlCount.Load(); n != 2 {
+		t.Fatalf("%d parsed URLs kept, want 2", n)
+	}
+	if p.parsedURL("http://bad\x01host/") != nil || p.urlCount.Load() != 2 {
+		t.Fatal("a URL that does not parse was kept")
+	}
+	p.urlCount.Store(maxParsedURLs)
+	if p.parsedURL(srv.URL+"/other") != nil || p.parsedURL(srv.URL+"/v1/chat/completions") == nil {
+		t.Fatal("past maxParsedURLs a new URL must not be kept, a kept one still found")
+	}
+}
