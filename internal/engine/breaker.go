@@ -437,6 +437,28 @@ func (b *breakers) Peek(provider string) BreakerSnapshot {
 	return s
 }
 
+// gate returns what routing reads of provider's breaker — its state, when
+// an OPEN breaker moves to HALF_OPEN, when a HALF_OPEN probe was claimed —
+// lazily recovered at now, without claiming a probe and without copying
+// the transition history (Peek's snapshot does). A breaker with nothing to
+// recover (CLOSED, no failure counted) reads as CLOSED without now: now
+// is only called for one that has.
+func (b *breakers) gate(provider string, now func() time.Time) (state BreakerState, retryAt, probeAt time.Time) {
+	br, fn := b.lookup(provider)
+	if br == nil {
+		return StateClosed, time.Time{}, time.Time{}
+	}
+	br.mu.Lock()
+	if br.state == StateClosed && br.failures == 0 {
+		br.mu.Unlock()
+		return StateClosed, time.Time{}, time.Time{}
+	}
+	change := br.recover(now())
+	state, retryAt, probeAt = br.state, br.retryAt, br.probeAt
+	br.finish(provider, change, fn)
+	return state, retryAt, probeAt
+}
+
 // State returns the lazily recovered state of provider's breaker without
 // claiming a probe; CLOSED when it has none. It allocates nothing when the
 // state does not change.

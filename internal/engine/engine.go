@@ -526,12 +526,18 @@ func (e *Engine) localExclusion(provider, connection, model string, now time.Tim
 // excludes until its retry time, HALF_OPEN with its probe taken until the
 // probe slot frees.
 func (e *Engine) breakerExclusion(provider string, now time.Time) (Exclusion, bool) {
-	snap := e.breakers.Peek(provider)
+	return e.breakerExclusionAt(provider, func() time.Time { return now })
+}
+
+// breakerExclusionAt is breakerExclusion with the time read from now only
+// when the breaker has something to recover.
+func (e *Engine) breakerExclusionAt(provider string, now func() time.Time) (Exclusion, bool) {
+	state, retryAt, probeAt := e.breakers.gate(provider, now)
 	switch {
-	case snap.State == StateOpen:
-		return Exclusion{Reason: ExclusionCircuitOpen, Until: snap.RetryAt, Detail: string(snap.State)}, true
-	case snap.State == StateHalfOpen && !snap.ProbeAt.IsZero():
-		return Exclusion{Reason: ExclusionCircuitOpen, Until: snap.ProbeAt.Add(e.breakerReset(provider)), Detail: string(snap.State)}, true
+	case state == StateOpen:
+		return Exclusion{Reason: ExclusionCircuitOpen, Until: retryAt, Detail: string(state)}, true
+	case state == StateHalfOpen && !probeAt.IsZero():
+		return Exclusion{Reason: ExclusionCircuitOpen, Until: probeAt.Add(e.breakerReset(provider)), Detail: string(state)}, true
 	}
 	return Exclusion{}, false
 }
@@ -548,9 +554,14 @@ func (e *Engine) breakerReset(provider string) time.Duration {
 // ProviderOpen reports whether provider's breaker refuses traffic (OPEN,
 // or HALF_OPEN with its probe in flight) and how long until it may allow a
 // request, for the provider_circuit_open answer. It claims nothing.
+// A provider whose breaker has nothing to recover is answered without
+// reading the clock.
 func (e *Engine) ProviderOpen(provider string) (bool, time.Duration) {
-	now := e.clock.Now()
-	ex, open := e.breakerExclusion(provider, now)
+	var now time.Time
+	ex, open := e.breakerExclusionAt(provider, func() time.Time {
+		now = e.clock.Now()
+		return now
+	})
 	if !open {
 		return false, 0
 	}

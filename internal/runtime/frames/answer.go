@@ -44,19 +44,7 @@ func ChatAnswer(body []byte) Answer {
 			switch string(k) {
 			case "message", "delta":
 				members(v, func(mk, mv []byte) bool {
-					switch string(mk) {
-					case "content", "refusal":
-						a.Bytes += textBytes(mv)
-						if isNonEmptyArray(mv) { // content parts
-							a.Bytes += partsText(mv)
-						}
-					case "tool_calls":
-						a.ToolCall = a.ToolCall || isNonEmptyArray(mv)
-					case "function_call":
-						a.ToolCall = a.ToolCall || isObject(mv)
-					case "reasoning_content", "reasoning":
-						a.Reasoning = a.Reasoning || (isString(mv) && len(mv) > 2)
-					}
+					a.chatMessageMember(mk, mv)
 					return true
 				})
 			case "text":
@@ -67,6 +55,51 @@ func ChatAnswer(body []byte) Answer {
 		return true
 	})
 	return a
+}
+
+// chatMessageMember reads one member of a chat answer's message (or
+// delta): its content and refusal (text or content parts), tool_calls and
+// function_call, reasoning_content / reasoning.
+func (a *Answer) chatMessageMember(k, v []byte) {
+	switch string(k) {
+	case "content", "refusal":
+		a.Bytes += textBytes(v)
+		if isNonEmptyArray(v) { // content parts
+			a.Bytes += partsText(v)
+		}
+	case "tool_calls":
+		a.ToolCall = a.ToolCall || isNonEmptyArray(v)
+	case "function_call":
+		a.ToolCall = a.ToolCall || isObject(v)
+	case "reasoning_content", "reasoning":
+		a.Reasoning = a.Reasoning || (isString(v) && len(v) > 2)
+	}
+}
+
+// messagesBlock reads one content block of a Messages answer, by its
+// type and text.
+func (a *Answer) messagesBlock(typ, text []byte) {
+	switch string(typ) {
+	case "text":
+		a.Bytes += textBytes(text)
+	case "tool_use", "server_tool_use", "mcp_tool_use":
+		a.ToolCall = true
+	case "thinking", "redacted_thinking":
+		a.Reasoning = true
+	}
+}
+
+// responsesItem reads one output item of a Responses answer, by its type
+// and content.
+func (a *Answer) responsesItem(typ, content []byte) {
+	switch {
+	case string(typ) == "message":
+		a.Bytes += partsText(content)
+	case string(typ) == "reasoning":
+		a.Reasoning = true
+	case bytes.HasSuffix(typ, []byte("_call")):
+		a.ToolCall = true
+	}
 }
 
 // MessagesAnswer reads an Anthropic Messages answer: its content blocks
@@ -85,14 +118,7 @@ func MessagesAnswer(body []byte) Answer {
 			}
 			return true
 		})
-		switch string(typ) {
-		case "text":
-			a.Bytes += textBytes(text)
-		case "tool_use", "server_tool_use", "mcp_tool_use":
-			a.ToolCall = true
-		case "thinking", "redacted_thinking":
-			a.Reasoning = true
-		}
+		a.messagesBlock(typ, text)
 		return true
 	})
 	return a
@@ -105,14 +131,11 @@ func ResponsesAnswer(body []byte) Answer {
 	a := Answer{Known: output != nil}
 	elements(output, func(item []byte) bool {
 		typ := stringValue(field(item, "type"))
-		switch {
-		case string(typ) == "message":
-			a.Bytes += partsText(field(item, "content"))
-		case string(typ) == "reasoning":
-			a.Reasoning = true
-		case bytes.HasSuffix(typ, []byte("_call")):
-			a.ToolCall = true
+		var content []byte
+		if string(typ) == "message" {
+			content = field(item, "content")
 		}
+		a.responsesItem(typ, content)
 		return true
 	})
 	return a

@@ -1,6 +1,7 @@
 package frames
 
 import (
+	"encoding/binary"
 	"unicode/utf8"
 )
 
@@ -196,6 +197,20 @@ func textBytes(v []byte) int {
 	s := v[1 : len(v)-1]
 	n := 0
 	for i := 0; i < len(s); {
+		// Eight bytes at a time while they are plain ASCII (no byte
+		// with its high bit set, no backslash): a byte each.
+		for i+8 <= len(s) {
+			w := binary.LittleEndian.Uint64(s[i:])
+			bs := w ^ 0x5c5c5c5c5c5c5c5c // '\\' in every byte
+			if (w|((bs-0x0101010101010101)&^bs))&0x8080808080808080 != 0 {
+				break
+			}
+			n += 8
+			i += 8
+		}
+		if i >= len(s) {
+			break
+		}
 		c := s[i]
 		switch {
 		case c == '\\':

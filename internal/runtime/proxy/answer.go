@@ -56,16 +56,10 @@ func (p *Proxy) Reject(req *Request, e *wire.APIError) *Result {
 // a JSON object (an HTML page, truncated JSON) is the upstream's broken
 // answer: recorded as a protocol error and failed over.
 func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, status int, h answerHeader, rb []byte) *Result {
-	// A body that is not JSON is a protocol error, checked before the
-	// emptiness test (which reads leniently). A translated answer is
-	// parsed by its translator, which fails on the same bodies, so only an
-	// answer that looks empty is checked here.
-	empty := ex.EmptyAnswer(rb)
-	if !ex.Translated() || empty {
-		if err := upstream.CheckJSONBody(rb); err != nil {
-			p.recordFailure(ctx, x, cd, 0, nil, nil, err)
-			return nil
-		}
+	empty, err := checkAnswer(ex, rb)
+	if err != nil {
+		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
+		return nil
 	}
 	if empty {
 		// Neither content nor a tool call (docs/resilience.md §9): a
@@ -93,6 +87,29 @@ func (p *Proxy) answerBuffered(ctx context.Context, x *state, cd topology.Candid
 	res.Body = rb
 	res.Route = x.route()
 	return res
+}
+
+// checkAnswer reports whether a whole 2xx answer is empty, or the
+// protocol error of a body that is not JSON, checked before the emptiness
+// test (which reads leniently). A translated answer is parsed by its
+// translator, which fails on the same bodies, so only one that looks
+// empty is checked. A body CheckJSONBody would check whole is read and
+// checked in one pass (Exchange.ValidAnswer): when it is valid, the
+// lenient reading and CheckJSONBody agree with that pass, so only a body
+// it refuses (or a larger one) takes the two of them.
+func checkAnswer(ex *provider.Exchange, rb []byte) (empty bool, err error) {
+	if t, whole := upstream.WholeJSON(rb); whole {
+		if empty, ok := ex.ValidAnswer(t); ok {
+			return empty, nil
+		}
+	}
+	empty = ex.EmptyAnswer(rb)
+	if !ex.Translated() || empty {
+		if err := upstream.CheckJSONBody(rb); err != nil {
+			return false, err
+		}
+	}
+	return empty, nil
 }
 
 // answerExhausted answers a request whose candidates all failed or were

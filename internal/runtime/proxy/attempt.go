@@ -59,7 +59,9 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 	if p.metrics != nil && ticket.QueueWait() > 0 {
 		p.metrics.AdmissionWait(ticket.QueueWait())
 	}
-	timers := p.newAttemptTimers(p.clock.Now(), ticket.QueueWait(), ticket.ExecutionBudget(p.up.Timeouts().FirstByte))
+	// The attempt is admitted and sent at x.tryAt: its timers are planned
+	// from that one reading of the clock.
+	timers := p.newAttemptTimers(x.tryAt, ticket.QueueWait(), ticket.ExecutionBudget(p.up.Timeouts().FirstByte))
 	route := upstream.Route{LocalAddress: cd.Connection.LocalAddress, ProxyURL: cd.Connection.ProxyURL}
 	wcfg, walled := wallConfig(cd)
 	if !x.stream && !walled && !cd.Provider.EgressBucketed && timers.hard == 0 && p.up.Buffers(route) {
@@ -157,11 +159,14 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 		return p.fail(x, cancelled(ctx))
 	}
 	h := p.bufferedHeaders(x, cd)
-	t0 := time.Now()
-	lim, firstBy := tm.call(p.clock.Now(), false)
+	// The call is sent when the attempt started (attemptStarted): nothing
+	// but building its headers lies between.
+	t0 := x.tryStart
+	lim, firstBy := tm.call(x.tryAt, false)
 	fb, byDeadline := x.firstByteBefore(lim.FirstByte, t0)
 	b, err := p.up.DoBuffered(http.MethodPost, p.upstreamURL(x, cd, ex), h, out, route, fb)
-	x.upstreamTime += time.Since(t0)
+	end := time.Now()
+	x.upstreamTime += end.Sub(t0)
 	if err != nil {
 		if te, ok := upstream.AsTimeout(err); ok && te.Timer == upstream.TimerFirstByte && byDeadline {
 			return p.fail(x, endedBy(ErrRequestDeadline)) // our own deadline: not upstream health
@@ -183,6 +188,7 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 		p.recordFailure(ctx, x, cd, b.Status, b.Header(), eb, nil)
 		return nil
 	}
+	x.tryEnd = end // a success's trail entry ends when its answer was read
 	return p.answerBuffered(ctx, x, cd, ex, b.Status, ah, b.Body)
 }
 

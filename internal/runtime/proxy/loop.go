@@ -423,6 +423,9 @@ type state struct {
 	// tryAt and tryStart are when the running attempt was sent: on the
 	// proxy's clock (Outcome.Started) and on the wall clock (the trail).
 	tryAt, tryStart time.Time
+	// tryEnd, when set, is when the running attempt's answer was read (on
+	// the wall clock), for its trail entry; addTrail clears it.
+	tryEnd time.Time
 	// trail lists the request's attempts for the request log; trailBuf
 	// backs its first entries.
 	trail    []reqlog.Attempt

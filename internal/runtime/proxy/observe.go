@@ -3,6 +3,8 @@ package proxy
 import (
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
+
 	"github.com/breakwater-dev/breakwater/internal/runtime/reqlog"
 )
 
@@ -16,7 +18,7 @@ func (p *Proxy) observeRequest(x *state, r Route, status int, code string, total
 	rec := reqlog.Record{
 		ID: x.req.ID, Endpoint: x.format.String(), Model: x.req.Parsed.Model, Stream: x.stream,
 		Provider: r.Provider, Connection: r.Connection, Served: r.Model,
-		Status: status, Code: code, Attempts: r.Attempts, Trail: x.trail, Skipped: x.skipped(p.clock.Now()),
+		Status: status, Code: code, Attempts: r.Attempts, Trail: x.trail, Skipped: x.skipped(p.clock),
 		Fallback:      x.fallback,
 		RoutePlugin:   x.routed.plugin,
 		RouteRule:     x.routed.rule,
@@ -33,11 +35,16 @@ func (p *Proxy) observeRequest(x *state, r Route, status int, code string, total
 }
 
 // skipped lists the candidates the request's last round passed over, with
-// the seconds their exclusion had left at now, and those a routing plugin
-// excluded, for the request log; the first entries live in the state.
-func (x *state) skipped(now time.Time) []reqlog.Skip {
+// the seconds their exclusion had left at the clock's now (read only when
+// there is one), and those a routing plugin excluded, for the request
+// log; the first entries live in the state.
+func (x *state) skipped(clock admission.Clock) []reqlog.Skip {
 	if len(x.excluded) == 0 && len(x.routed.excluded) == 0 {
 		return nil
+	}
+	var now time.Time
+	if len(x.excluded) > 0 {
+		now = clock.Now()
 	}
 	out := x.skipBuf[:0]
 	for _, e := range x.excluded {

@@ -103,6 +103,7 @@ func (p *Proxy) record(ctx context.Context, x *state, cd topology.Candidate, o e
 		p.log.Error("recording attempt outcome", "provider", cd.Provider.ID, "connection", cd.Connection.ID, "error", err)
 	}
 	x.last = &failure{cand: cd, outcome: o, status: status, header: hdr, body: body}
+	x.tryEnd = time.Time{} // a failure's trail entry ends once it is recorded
 	st := o.Status
 	if st == 0 {
 		st = status
@@ -197,7 +198,11 @@ func (p *Proxy) admissionRefused(x *state, cd topology.Candidate, err error) {
 // trail (the request log's decision trail); the first attempts live in
 // the state, so a request of a few attempts allocates nothing.
 func (x *state) addTrail(cd topology.Candidate, outcome string, status int, rule, detail string) {
-	now := time.Now()
+	now := x.tryEnd
+	if now.IsZero() {
+		now = time.Now()
+	}
+	x.tryEnd = time.Time{}
 	start := x.tryStart
 	if start.IsZero() {
 		start = now

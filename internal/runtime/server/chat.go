@@ -130,7 +130,7 @@ func (s *Server) onRequest(ctx *fasthttp.RequestCtx, req *proxy.Request) *wire.A
 	if k, _ := ctx.UserValue(localsKey).(*clientKey); k != nil {
 		keyID = k.id
 	}
-	act, ok := s.plugins.OnRequest(context.Background(), abi.RequestInfo{Model: req.Parsed.Model, Path: utils.UnsafeString(ctx.URI().PathOriginal()), KeyID: keyID})
+	act, ok := s.plugins.OnRequest(context.Background(), abi.RequestInfo{Model: req.Parsed.Model, Path: utils.UnsafeString(requestPath(ctx)), KeyID: keyID})
 	if !ok {
 		return nil
 	}

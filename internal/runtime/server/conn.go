@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"net"
 	"os"
@@ -131,7 +132,7 @@ func (s *Server) admit(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return
 		}
 		if f, ok := leanRoute(ctx); ok {
-			if s.authClient(ctx, errorFormat(string(ctx.URI().PathOriginal()))) {
+			if s.authClient(ctx, errorFormat(string(requestPath(ctx)))) {
 				s.serveClient(ctx, f)
 			}
 		} else {
@@ -161,9 +162,53 @@ func leanRoute(ctx *fasthttp.RequestCtx) (wire.Format, bool) {
 	if string(ctx.Method()) != fasthttp.MethodPost {
 		return 0, false
 	}
-	f, ok := leanRoutes[string(ctx.URI().PathOriginal())]
+	f, ok := leanRoutes[string(requestPath(ctx))]
 	return f, ok
 }
+
+// requestPath is the request's path as the client sent it
+// (URI.PathOriginal), read without parsing the URI when plainPath can.
+func requestPath(ctx *fasthttp.RequestCtx) []byte {
+	if p, ok := plainPath(&ctx.Request.Header); ok {
+		return p
+	}
+	return ctx.URI().PathOriginal()
+}
+
+// plainPath returns the path of a request whose target is a plain
+// absolute path — no query, fragment, control byte or "//" — sent with a
+// plain Host (a name or address of letters, digits, dots and dashes, an
+// optional port): fasthttp's URI parse cannot fail on such a request, and
+// its PathOriginal is the target itself. ok is false for any other
+// request, whose URI the caller parses.
+func plainPath(h *fasthttp.RequestHeader) (path []byte, ok bool) {
+	t := h.RequestURI()
+	if len(t) == 0 || t[0] != '/' || bytes.Contains(t, doubleSlash) {
+		return nil, false
+	}
+	for _, c := range t {
+		if c < ' ' || c == 0x7f || c == '?' || c == '#' {
+			return nil, false
+		}
+	}
+	host := h.Host()
+	if i := bytes.IndexByte(host, ':'); i >= 0 {
+		for _, c := range host[i+1:] {
+			if c < '0' || c > '9' {
+				return nil, false
+			}
+		}
+		host = host[:i]
+	}
+	for _, c := range host {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '-') {
+			return nil, false
+		}
+	}
+	return t, true
+}
+
+var doubleSlash = []byte("//")
 
 // doneWithBody releases a request's share of the body budget and lets the
 // garbage collector have a large body's buffer, which fasthttp would

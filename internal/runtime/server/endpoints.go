@@ -34,6 +34,9 @@ func (s *Server) handleCompletions(c *fiber.Ctx) error {
 // (provider.ForwardableQuery, e.g. ?beta=true of the Anthropic SDKs' beta
 // clients); the rest of the query string is not sent upstream.
 func forwardQuery(ctx *fasthttp.RequestCtx) []wire.Header {
+	if _, plain := plainPath(&ctx.Request.Header); plain {
+		return nil // no query at all
+	}
 	var out []wire.Header
 	for _, name := range provider.ForwardableQuery() {
 		if v := utils.UnsafeString(ctx.QueryArgs().Peek(name)); v != "" {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
+	"github.com/breakwater-dev/breakwater/internal/runtime/lazydeadline"
 )
 
 // Delivering the 413 of an oversized body. fasthttp refuses a body over
@@ -46,15 +48,130 @@ func (l lingerListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &lingerConn{Conn: c, limit: l.limit}, nil
+	_, lazy := c.(*net.TCPConn)
+	return &lingerConn{Conn: c, limit: l.limit, lazy: lazy}, nil
 }
 
 // lingerConn is a connection that, once marked (lingerOnClose), drains
 // the client's unread body before it closes.
+//
+// On a plain TCP socket it also sets the deadlines fasthttp asks for each
+// request (the idle and read timeouts, the write timeout) only when they
+// move (lazydeadline): a kept earlier deadline that passes is moved to
+// the one asked for and the read or write goes on, so every timeout keeps
+// its exact meaning while a keep-alive connection's requests cost no
+// timer update.
 type lingerConn struct {
 	net.Conn
 	limit  int64
 	linger atomic.Bool
+	// lazy: deadlines are set lazily (a plain TCP socket). mu guards
+	// read and write: a connection's deadlines may be set from several
+	// goroutines (a streamed body's writer, the client watcher).
+	lazy        bool
+	mu          sync.Mutex
+	read, write lazydeadline.Deadline
+}
+
+// SetReadDeadline implements net.Conn.
+func (c *lingerConn) SetReadDeadline(t time.Time) error {
+	if !c.lazy {
+		return c.Conn.SetReadDeadline(t)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.read.Ask(t) {
+		return nil
+	}
+	return c.Conn.SetReadDeadline(t)
+}
+
+// SetWriteDeadline implements net.Conn.
+func (c *lingerConn) SetWriteDeadline(t time.Time) error {
+	if !c.lazy {
+		return c.Conn.SetWriteDeadline(t)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.write.Ask(t) {
+		return nil
+	}
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline implements net.Conn.
+func (c *lingerConn) SetDeadline(t time.Time) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.read.Forced(t)
+	c.write.Forced(t)
+	return c.Conn.SetDeadline(t)
+}
+
+// early reports whether err, from a read or write under d, is a kept
+// deadline passing before the one asked for, and then moves the socket's
+// deadline (set) to it: the read or write goes on.
+func (c *lingerConn) early(d *lazydeadline.Deadline, set func(time.Time) error, err error) (bool, error) {
+	if !c.lazy {
+		return false, nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !d.Early(err) {
+		return false, nil
+	}
+	return true, set(d.Want)
+}
+
+// Read implements net.Conn: a kept read deadline that passes before the
+// one asked for is moved to it, and the read goes on.
+func (c *lingerConn) Read(b []byte) (int, error) {
+	for {
+		n, err := c.Conn.Read(b)
+		if err == nil || n > 0 {
+			return n, err
+		}
+		again, serr := c.early(&c.read, c.Conn.SetReadDeadline, err)
+		if serr != nil {
+			return 0, serr
+		}
+		if !again {
+			return n, err
+		}
+	}
+}
+
+// Write implements net.Conn: a kept write deadline that passes before the
+// one asked for is moved to it, and the write goes on.
+func (c *lingerConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	for err != nil {
+		again, serr := c.early(&c.write, c.Conn.SetWriteDeadline, err)
+		if serr != nil {
+			return n, serr
+		}
+		if !again {
+			break
+		}
+		var m int
+		m, err = c.Conn.Write(b[n:])
+		n += m
+	}
+	return n, err
+}
+
+// exactReadDeadline sets on the socket the read deadline asked for, for a
+// reader that waits on the socket itself (the client watcher's peek),
+// which no kept deadline must wake early.
+func (c *lingerConn) exactReadDeadline() {
+	if !c.lazy {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.read.Exact() {
+		_ = c.Conn.SetReadDeadline(c.read.Want)
+	}
 }
 
 // Close implements net.Conn: a marked connection half-closes, discards up

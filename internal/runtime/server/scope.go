@@ -102,6 +102,12 @@ func (sc *scope) watchConn() {
 	sc.watching = true
 	sc.watched.Add(1)
 	conn, cancel := sc.conn, sc.cancel
+	if lc, ok := conn.(*lingerConn); ok {
+		// The peek waits on the socket itself: under the read deadline
+		// fasthttp asked for, not an earlier one kept (settle sets its
+		// own once watching is seen, after this).
+		lc.exactReadDeadline()
+	}
 	sc.mu.Unlock()
 	defer sc.watched.Done()
 	if clientGone(conn) {

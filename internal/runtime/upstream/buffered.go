@@ -15,6 +15,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/breakwater-dev/breakwater/internal/runtime/lazydeadline"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -59,6 +60,9 @@ func (p *Pool) Buffers(r Route) bool { return r.ProxyURL == "" }
 // connections are phasedConns (TLS included, set up by the dialer) so that
 // the call's deadline bounds only the wait for the first byte.
 func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
+	if c, ok := p.fastRead.Load(r); ok {
+		return c.(*fasthttp.Client), nil
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.fast[r]; ok {
@@ -88,7 +92,35 @@ func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
 		p.fast = make(map[Route]*fasthttp.Client)
 	}
 	p.fast[r] = c
+	p.fastRead.Store(r, c)
 	return c, nil
+}
+
+// maxParsedURLs bounds the parsed URLs a Pool keeps (parsedURL): a call
+// to a URL past them parses it as before.
+const maxParsedURLs = 1024
+
+// parsedURL returns url parsed as fasthttp's client parses a request's
+// URL, kept for the next calls to it (most calls go to a few URLs, a
+// connection's endpoints): a request set from it (Request.SetURI) copies
+// the parse instead of parsing again. nil for a URL that does not parse
+// (the caller sets it as is, to fail as before) or one past
+// maxParsedURLs. The URI returned is shared: it must not be modified.
+func (p *Pool) parsedURL(url string) *fasthttp.URI {
+	if u, ok := p.urls.Load(url); ok {
+		return u.(*fasthttp.URI)
+	}
+	if p.urlCount.Load() >= maxParsedURLs {
+		return nil
+	}
+	u := new(fasthttp.URI)
+	if err := u.Parse(nil, []byte(url)); err != nil {
+		return nil
+	}
+	if _, loaded := p.urls.LoadOrStore(url, u); !loaded {
+		p.urlCount.Add(1)
+	}
+	return u
 }
 
 // phasedDial dials a connection of the synchronous client: TCP, then TLS
@@ -100,7 +132,7 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 			return nil, err
 		}
 		if !isTLS {
-			return &phasedConn{Conn: conn, idle: p.timeouts.Idle}, nil
+			return &phasedConn{Conn: conn, idle: p.timeouts.Idle, retryWrites: true}, nil
 		}
 		host, _, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -131,28 +163,77 @@ func (p *Pool) phasedDial(dialer *net.Dialer, isTLS bool) fasthttp.DialFunc {
 // idle timer keeps its exact meaning (a silence longer than the idle
 // timeout from the start of a read) at the price of one deadline per
 // answer instead of one per read.
+//
+// The call's own deadlines (fasthttp sets a write and a read deadline for
+// every call) are set on the socket only when they move
+// (lazydeadline): a kept earlier deadline that passes is moved to the
+// call's own and the read or write goes on, so each timer keeps its exact
+// meaning while back-to-back calls on a connection cost no timer update.
+// A write over TLS cannot go on after its deadline passed (the TLS state
+// is then broken), so there the write deadline is always set as asked.
 type phasedConn struct {
 	net.Conn
 	idle time.Duration
+	// retryWrites: a write cut by its deadline may go on (not TLS).
+	retryWrites bool
 	// started: a byte of the current answer has arrived.
 	started bool
 	// armed: the idle deadline is set on the socket for this answer.
 	armed bool
 	// since is when the latest read of a started answer began.
 	since time.Time
+	// read and write are the call's deadlines and the socket's.
+	read, write lazydeadline.Deadline
+}
+
+// setRead sets the socket's read deadline (the idle timer's).
+func (c *phasedConn) setRead(deadline time.Time) error {
+	c.read.Set = deadline
+	return c.Conn.SetReadDeadline(deadline)
 }
 
 // SetReadDeadline starts a new answer: deadline bounds the wait for its
 // first byte.
 func (c *phasedConn) SetReadDeadline(deadline time.Time) error {
 	c.started, c.armed = false, false
+	if !c.read.Ask(deadline) {
+		return nil
+	}
 	return c.Conn.SetReadDeadline(deadline)
 }
 
-// SetDeadline starts a new answer, as SetReadDeadline does.
+// SetWriteDeadline bounds the writes of the call.
+func (c *phasedConn) SetWriteDeadline(deadline time.Time) error {
+	if !c.retryWrites {
+		c.write.Forced(deadline)
+	} else if !c.write.Ask(deadline) {
+		return nil
+	}
+	return c.Conn.SetWriteDeadline(deadline)
+}
+
+// SetDeadline starts a new answer, as SetReadDeadline does, and bounds
+// the writes.
 func (c *phasedConn) SetDeadline(deadline time.Time) error {
 	c.started, c.armed = false, false
+	c.read.Forced(deadline)
+	c.write.Forced(deadline)
 	return c.Conn.SetDeadline(deadline)
+}
+
+// Write writes under the call's write deadline: one kept on the socket
+// that passes before it is moved to it, and the write goes on.
+func (c *phasedConn) Write(b []byte) (int, error) {
+	n, err := c.Conn.Write(b)
+	for err != nil && c.write.Early(err) {
+		if err := c.Conn.SetWriteDeadline(c.write.Want); err != nil {
+			return n, err
+		}
+		var m int
+		m, err = c.Conn.Write(b[n:])
+		n += m
+	}
+	return n, err
 }
 
 // Read reads under the first-byte deadline until the answer has started,
@@ -161,7 +242,7 @@ func (c *phasedConn) Read(b []byte) (int, error) {
 	if c.started {
 		c.since = time.Now()
 		if !c.armed {
-			if err := c.Conn.SetReadDeadline(c.since.Add(c.idle)); err != nil {
+			if err := c.setRead(c.since.Add(c.idle)); err != nil {
 				return 0, err
 			}
 			c.armed = true
@@ -169,11 +250,19 @@ func (c *phasedConn) Read(b []byte) (int, error) {
 	}
 	for {
 		n, err := c.Conn.Read(b)
+		if err != nil && n == 0 && !c.started && c.read.Early(err) {
+			// A deadline kept from an earlier call passed before this
+			// one's: wait on until this one's.
+			if err := c.Conn.SetReadDeadline(c.read.Want); err != nil {
+				return 0, err
+			}
+			continue
+		}
 		if err != nil && c.started && errors.Is(err, os.ErrDeadlineExceeded) {
 			// The deadline was set by an earlier read: this one has
 			// waited less than the idle timeout and goes on waiting.
 			if until := c.since.Add(c.idle); n == 0 && time.Now().Before(until) {
-				if err := c.Conn.SetReadDeadline(until); err != nil {
+				if err := c.setRead(until); err != nil {
 					return 0, err
 				}
 				continue
@@ -216,9 +305,6 @@ func (c *phasedConn) Handshake() error {
 // is returned by value: a caller that keeps it on its stack allocates
 // only its body and headers.
 func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r Route, firstByte time.Duration) (Buffered, error) {
-	if err := CheckHeaders(h); err != nil {
-		return Buffered{}, err
-	}
 	c, err := p.fastClient(r)
 	if err != nil {
 		return Buffered{}, &LocalError{Err: err}
@@ -227,13 +313,26 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI(url)
-	req.Header.SetMethod(method)
+	// The headers are checked (CheckHeaders) as they are copied: one with
+	// a name or value that cannot be sent fails the call before anything
+	// is sent.
 	for k, vs := range h {
+		if !wire.ValidHeaderName(k) {
+			return Buffered{}, invalidHeaderName(k)
+		}
 		for _, v := range vs {
+			if !wire.ValidHeaderValue(v) {
+				return Buffered{}, invalidHeaderValue(k)
+			}
 			req.Header.Add(k, v)
 		}
 	}
+	if u := p.parsedURL(url); u != nil {
+		req.SetURI(u)
+	} else {
+		req.SetRequestURI(url)
+	}
+	req.Header.SetMethod(method)
 	setBody(req, body)
 	if firstByte <= 0 {
 		firstByte = p.timeouts.FirstByte
@@ -264,38 +363,36 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 }
 
 // fieldsOf copies an answer's headers in two allocations whatever their
-// number: one string holding every name and value, and the list. Names
-// are put in canonical form (fasthttp has done so already, so
-// CanonicalMIMEHeaderKey returns them as they are).
+// number: one string holding every name and value, and the list. It
+// visits the headers once (the bytes it notes stay valid while the
+// response is held). Names are put in canonical form (fasthttp has done
+// so already, so CanonicalMIMEHeaderKey returns them as they are).
 func fieldsOf(rh *fasthttp.ResponseHeader) []wire.Header {
-	var hv headerVisit
-	rh.VisitAll(hv.count)
-	hv.buf.Grow(hv.size)
-	rh.VisitAll(hv.copy)
-	hv.all = hv.buf.String()
-	hv.out = make([]wire.Header, 0, hv.n)
-	rh.VisitAll(hv.cut)
-	return hv.out
+	var first [24]rawField
+	kv := first[:0]
+	rh.VisitAll(func(k, v []byte) { kv = append(kv, rawField{k, v}) })
+	size := 0
+	for _, f := range kv {
+		size += len(f.k) + len(f.v)
+	}
+	var buf strings.Builder
+	buf.Grow(size)
+	for _, f := range kv {
+		buf.Write(f.k)
+		buf.Write(f.v)
+	}
+	all := buf.String()
+	out := make([]wire.Header, len(kv))
+	at := 0
+	for i, f := range kv {
+		out[i] = wire.Header{Name: textproto.CanonicalMIMEHeaderKey(all[at : at+len(f.k)]), Value: all[at+len(f.k) : at+len(f.k)+len(f.v)]}
+		at += len(f.k) + len(f.v)
+	}
+	return out
 }
 
-// headerVisit is fieldsOf's state across its three passes.
-type headerVisit struct {
-	n, size, at int
-	buf         strings.Builder
-	all         string
-	out         []wire.Header
-}
-
-func (v *headerVisit) count(k, val []byte) { v.n, v.size = v.n+1, v.size+len(k)+len(val) }
-
-func (v *headerVisit) copy(k, val []byte) { v.buf.Write(k); v.buf.Write(val) }
-
-func (v *headerVisit) cut(k, val []byte) {
-	name := textproto.CanonicalMIMEHeaderKey(v.all[v.at : v.at+len(k)])
-	value := v.all[v.at+len(k) : v.at+len(k)+len(val)]
-	v.at += len(k) + len(val)
-	v.out = append(v.out, wire.Header{Name: name, Value: value})
-}
+// rawField is a header as the response holds it.
+type rawField struct{ k, v []byte }
 
 // copiedBody is the size up to which setBody copies a spliced body into
 // the request's own buffer: below it a copy costs less than writing the

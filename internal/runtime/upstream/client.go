@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -83,8 +84,14 @@ type Pool struct {
 	mu      sync.Mutex
 	clients map[Route]*http.Client
 	fast    map[Route]*fasthttp.Client
-	direct  map[Route]*directClient
-	writers sync.Pool // *bufio.Writer of the direct clients' requests
+	// fastRead holds fast's clients for lookups without the lock; urls
+	// the parsed URLs of buffered calls (parsedURL), urlCount their
+	// number.
+	fastRead sync.Map
+	urls     sync.Map
+	urlCount atomic.Int32
+	direct   map[Route]*directClient
+	writers  sync.Pool // *bufio.Writer of the direct clients' requests
 }
 
 // NewPool returns a Pool whose clients use the given timeouts.

@@ -2,12 +2,14 @@ package upstream
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -158,5 +160,74 @@ func TestDoBufferedWritesASplicedBody(t *testing.T) {
 		if string(body) != orig {
 			t.Fatalf("size %d: the client's body changed", size)
 		}
+	}
+}
+
+// An answer with more headers than fieldsOf notes on its stack is copied
+// whole, in order.
+func TestFieldsOfManyHeaders(t *testing.T) {
+	var rh fasthttp.ResponseHeader
+	for i := range 40 {
+		rh.Add(fmt.Sprintf("X-H%02d", i), strings.Repeat("v", i))
+	}
+	fields := fieldsOf(&rh)
+	var want []wire.Header
+	rh.VisitAll(func(k, v []byte) { want = append(want, wire.Header{Name: string(k), Value: string(v)}) })
+	if len(want) < 40 || !reflect.DeepEqual(fields, want) {
+		t.Fatalf("fieldsOf = %v, want %v", fields, want)
+	}
+}
+
+// DoBuffered refuses a header it cannot send — a name that is not a
+// token, a value with a control byte — with a *LocalError, sending
+// nothing.
+func TestDoBufferedRefusesHeadersItCannotSend(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { calls.Add(1) }))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	for _, h := range []http.Header{{"Bad Name": {"v"}}, {"X-Ok": {"a\r\nInjected: 1"}}} {
+		_, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", h, wire.Owned([]byte(`{}`)), Route{}, 5*time.Second)
+		if !IsLocal(err) || err.Error() != CheckHeaders(h).Error() {
+			t.Fatalf("headers %q: err %v, want CheckHeaders' %v", h, err, CheckHeaders(h))
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the upstream got %d calls", n)
+	}
+}
+
+// A buffered call's URL is parsed once and its parse reused: calls to the
+// same URL, with and without a query, reach the upstream at their path and
+// query; a URL that does not parse is not kept, and no more than
+// maxParsedURLs are.
+func TestDoBufferedReusesTheParsedURL(t *testing.T) {
+	var got atomic.Value
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got.Store(r.Host + " " + r.URL.RequestURI())
+		_, _ = io.WriteString(w, `{}`)
+	}))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	for _, path := range []string{"/v1/chat/completions", "/v1/chat/completions", "/v1/messages?beta=true", "/v1/messages?beta=true"} {
+		if _, err := p.DoBuffered(http.MethodPost, srv.URL+path, nil, wire.Owned([]byte(`{}`)), Route{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if g := got.Load(); g != host+" "+path {
+			t.Fatalf("upstream saw %v, want %s %s", g, host, path)
+		}
+	}
+	if n := p.urlCount.Load(); n != 2 {
+		t.Fatalf("%d parsed URLs kept, want 2", n)
+	}
+	if p.parsedURL("http://bad\x01host/") != nil || p.urlCount.Load() != 2 {
+		t.Fatal("a URL that does not parse was kept")
+	}
+	p.urlCount.Store(maxParsedURLs)
+	if p.parsedURL(srv.URL+"/other") != nil || p.parsedURL(srv.URL+"/v1/chat/completions") == nil {
+		t.Fatal("past maxParsedURLs a new URL must not be kept, a kept one still found")
 	}
 }

@@ -30,17 +30,28 @@ func IsLocal(err error) bool {
 
 // CheckHeaders returns a *LocalError when headers h cannot be sent as
 // they are: a name that is not a token, a value with a control byte. Do
-// and DoBuffered check every request with it.
+// checks every request with it; DoBuffered makes the same checks as it
+// copies the headers.
 func CheckHeaders(h http.Header) error {
 	for k, vs := range h {
 		if !wire.ValidHeaderName(k) {
-			return &LocalError{Err: fmt.Errorf("invalid header name %q", wire.Clip(k))}
+			return invalidHeaderName(k)
 		}
 		for _, v := range vs {
 			if !wire.ValidHeaderValue(v) {
-				return &LocalError{Err: fmt.Errorf("the value of header %s has a control byte", k)}
+				return invalidHeaderValue(k)
 			}
 		}
 	}
 	return nil
+}
+
+// invalidHeaderName is CheckHeaders' error for the header name k.
+func invalidHeaderName(k string) error {
+	return &LocalError{Err: fmt.Errorf("invalid header name %q", wire.Clip(k))}
+}
+
+// invalidHeaderValue is CheckHeaders' error for a value of header k.
+func invalidHeaderValue(k string) error {
+	return &LocalError{Err: fmt.Errorf("the value of header %s has a control byte", k)}
 }

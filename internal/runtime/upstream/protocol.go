@@ -72,6 +72,16 @@ func CheckJSONBody(b []byte) error {
 	return nil
 }
 
+// WholeJSON returns b without the whitespace around it, and whether
+// CheckJSONBody would check that body's whole grammar (it looks like an
+// object and is at most 64 KiB): a reader that checks the grammar as it
+// reads (provider.Exchange.ValidAnswer) then stands in for CheckJSONBody
+// — a body it finds valid, CheckJSONBody accepts.
+func WholeJSON(b []byte) ([]byte, bool) {
+	t := bytes.TrimSpace(b)
+	return t, len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}' && len(t) <= maxValidatedBody
+}
+
 // CheckEventStream checks the Content-Type of a 2xx answer to a streaming
 // request: text/event-stream, or none at all (some servers omit it).
 // Another type fails with a *ProtocolError wrapping ErrNotEventStream.
