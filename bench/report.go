@@ -505,8 +505,9 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "## 3. Streaming time to first byte (%d concurrent, %.0f s)\n\n"+
 			"The mock streams %d content chunks %d ms apart; time to first byte is send → first `data:` line, "+
 			"whole stream is send → end of body after `data: [DONE]`. The three targets take turns in slices of at least 1 s: "+
-			"%d warm-up and %d measured rounds.\n\n",
-			st.Workers, s.StreamSeconds, s.StreamChunks, s.StreamChunkIntervalMS, st.WarmRounds, st.Rounds)
+			"%d warm-up and %d measured rounds. Within a slice the workers start one after the other, spread over one stream's "+
+			"length (%d ms), so that they do not all send at the same moments.\n\n",
+			st.Workers, s.StreamSeconds, s.StreamChunks, s.StreamChunkIntervalMS, st.WarmRounds, st.Rounds, s.StreamChunks*s.StreamChunkIntervalMS)
 		t.trioHead("")
 		t.row("streams completed", successCell(st.Direct), successCell(st.Bare), successCell(st.Gateway), "", "")
 		t.latRows("first data: ", firstDataOfRun, st.Trio, true, false)

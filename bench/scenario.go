@@ -468,12 +468,19 @@ func (b *bench) throughput(ctx context.Context, mem *MemoryResult) error {
 
 // streaming is scenario 3: -stream-workers concurrent streams.
 func (b *bench) streaming(ctx context.Context) error {
+	// The workers start one after the other over the length of one
+	// stream: streams of one length that all started at once would stay
+	// in step, and every request would arrive in a burst of
+	// -stream-workers at once (8 requests on 2 cores: the time to first
+	// byte of the last one in the burst is mostly the CPU time of the
+	// seven before it, in every column).
+	spread := time.Duration(b.o.streamChunks) * b.o.streamInterval
 	drive := func(ctx context.Context, c *http.Client, req load.Request, d time.Duration) (*load.Result, error) {
+		req.Spread = spread
 		return load.Streams(ctx, c, req, b.o.streamWorkers, d)
 	}
 	// Interleaved as the fixed-rate tables are, in slices long enough for
-	// a worker's streams (a few tens of ms each) to follow one another: a
-	// slice begins with every worker starting a stream at once.
+	// a worker's streams (a few tens of ms each) to follow one another.
 	warm, slice := min(b.o.warmup, time.Second), max(b.o.slice, streamSlice)
 	tgts := b.targets(true)
 	runs, err := b.interleave(ctx, tgts[:], interleaved{conns: b.o.streamWorkers, drive: drive,

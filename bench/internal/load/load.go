@@ -44,6 +44,11 @@ type Request struct {
 	// Tally names response headers whose values the run counts, per
 	// outcome, in Result.Tally.
 	Tally []string
+	// Spread, in a closed loop, starts the workers one after the other,
+	// evenly over Spread, instead of all at once (0). Streams of one
+	// length that start together stay in step for the whole run: every
+	// request then arrives in a burst with all the others.
+	Spread time.Duration
 }
 
 // TallyKey is one counted response header value: the header as named in
@@ -446,6 +451,21 @@ func Streams(ctx context.Context, c *http.Client, req Request, workers int, d ti
 	return loop(ctx, c, req, workers, d)
 }
 
+// pause waits d (none when d ≤ 0); false means ctx ended first.
+func pause(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 func loop(ctx context.Context, c *http.Client, req Request, workers int, d time.Duration) (*Result, error) {
 	type part struct {
 		sent, ok  int
@@ -462,8 +482,11 @@ func loop(ctx context.Context, c *http.Client, req Request, workers int, d time.
 	deadline := start.Add(d)
 	for w := range parts {
 		wg.Add(1)
-		go func(p *part) {
+		go func(p *part, offset time.Duration) {
 			defer wg.Done()
+			if !pause(ctx, offset) {
+				return
+			}
 			for ctx.Err() == nil && time.Now().Before(deadline) {
 				o := do(ctx, c, req)
 				tallies.add(req.Tally, o)
@@ -478,7 +501,7 @@ func loop(ctx context.Context, c *http.Client, req Request, workers int, d time.
 					p.firstData = append(p.firstData, o.firstData)
 				}
 			}
-		}(&parts[w])
+		}(&parts[w], time.Duration(w)*req.Spread/time.Duration(workers))
 	}
 	wg.Wait()
 	elapsed := time.Since(start)

@@ -208,3 +208,47 @@ func TestOpenLoopUntilStopsEarly(t *testing.T) {
 			r.Scheduled, r.Sent, r.Dropped, r.OK)
 	}
 }
+
+// TestStreamsSpreadStartsWorkersApart: with Spread, the workers' first
+// streams start one after the other, Spread/workers apart, instead of in
+// one burst. Each stream lasts longer than that gap, so before it has
+// passed only the first worker's stream can have arrived; without
+// Spread, every worker's has.
+func TestStreamsSpreadStartsWorkersApart(t *testing.T) {
+	const workers, gap, hold = 4, 200 * time.Millisecond, 250 * time.Millisecond
+	for _, tc := range []struct {
+		spread time.Duration
+		want   int
+	}{{0, workers}, {workers * gap, 1}} {
+		var mu sync.Mutex
+		var arrivals []time.Time
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			arrivals = append(arrivals, time.Now())
+			mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, "data: {}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(hold)
+			_, _ = io.WriteString(w, "data: [DONE]\n\n")
+		}))
+		start := time.Now()
+		res, err := Streams(context.Background(), NewClient(workers, 5*time.Second), Request{URL: srv.URL, Spread: tc.spread}, workers, 2*gap)
+		srv.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		early := 0
+		for _, at := range arrivals {
+			if at.Sub(start) < gap {
+				early++
+			}
+		}
+		if early != tc.want {
+			t.Errorf("spread %v: %d streams arrived in the first %v, want %d", tc.spread, early, gap, tc.want)
+		}
+		if res.OK == 0 {
+			t.Errorf("spread %v: no stream completed", tc.spread)
+		}
+	}
+}

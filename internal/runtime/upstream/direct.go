@@ -18,11 +18,12 @@ import (
 
 // directClient is the streaming client of a direct route (no proxy): Do's
 // HTTP/1.1 client that runs in the caller's goroutine. The request is
-// written with the standard library's wire writer and the answer parsed
-// with http.ReadResponse over a small reader of the connection; the body
-// is read in whatever goroutine reads it. So an open stream costs its
-// connection and a 1 KiB read buffer, and no goroutine of its own
-// (net/http's transport runs a read and a write goroutine per connection).
+// written as the standard library's wire writer writes it (writeRequest)
+// and the answer parsed with http.ReadResponse over a small reader of the
+// connection; the body is read in whatever goroutine reads it. So an open
+// stream costs its connection and a 1 KiB read buffer, and no goroutine of
+// its own (net/http's transport runs a read and a write goroutine per
+// connection).
 // The call's timers are deadlines on the connection (see directConn) and
 // the caller's context ending sets a past deadline (context.AfterFunc).
 //
@@ -443,7 +444,7 @@ func (c *directConn) roundTrip(req *http.Request, lim callLimits, reused bool) (
 		w = bufio.NewWriterSize(nil, writeBufferSize)
 	}
 	w.Reset(c.nc)
-	err = req.Write(w)
+	err = writeRequest(w, req)
 	if err == nil {
 		err = w.Flush()
 	}
