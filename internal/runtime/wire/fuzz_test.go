@@ -8,7 +8,8 @@ import (
 )
 
 // FuzzParse checks the request scanner against encoding/json: it refuses
-// a body as not valid JSON exactly when json.Valid does (and before any
+// a body as not valid JSON exactly when json.Valid does (with the vector
+// plainRun and the portable one) (and before any
 // complaint about a field); whatever it accepts, a Go reader
 // (case-insensitive struct fields, last duplicate wins) reads the same model, stream and background; a refusal is a
 // FieldError; RewriteModel and WithoutBackground keep the body valid JSON
@@ -40,6 +41,14 @@ func FuzzParse(f *testing.F) {
 		isJSON := json.Valid(body)
 		if Valid(body) != isJSON {
 			t.Fatalf("the scanner's validity %v, json.Valid %v", !isJSON, isJSON)
+		}
+		if vectorStops {
+			vectorStops = false
+			portable := Valid(body)
+			vectorStops = true
+			if portable != isJSON {
+				t.Fatalf("the portable scanner's validity %v, json.Valid %v", portable, isJSON)
+			}
 		}
 		for f := range NumFormats {
 			parse := func(b []byte) (Request, error) { return ParseFor(f, b) }

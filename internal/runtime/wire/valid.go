@@ -34,7 +34,8 @@ type scanner struct {
 
 // Valid reports whether b is one JSON value with only whitespace around
 // it: json.Valid, in the scanner's single pass (strings 8 bytes at a
-// time), without allocating.
+// time, long runs of plain content with vector instructions: plainRun),
+// without allocating.
 func Valid(b []byte) bool {
 	s := scanner{b: b}
 	s.ws()
@@ -93,6 +94,10 @@ func (s *scanner) skipString() error {
 		return errSyntax
 	}
 	b, i := s.b, s.i
+	runWords := plainRunWords
+	if vectorStops {
+		runWords = vectorRunWords
+	}
 	for {
 		for run := 0; i+8 <= len(b); run++ {
 			if m := stringStops(binary.LittleEndian.Uint64(b[i:])); m != 0 {
@@ -100,7 +105,7 @@ func (s *scanner) skipString() error {
 				break
 			}
 			i += 8
-			if run == plainRunWords {
+			if run == runWords {
 				i = plainRun(b, i)
 			}
 		}
@@ -131,21 +136,25 @@ func (s *scanner) skipString() error {
 // plainRunWords is how many words of plain content skipString reads one
 // by one before it takes the run for a long one and hands it to plainRun
 // (shorter runs, between the escapes of code or the fields of a message,
-// are faster word by word).
-const plainRunWords = 15
+// are faster word by word). vectorRunWords is the same with vectorStops:
+// a vector call costs less than a few words.
+const (
+	plainRunWords  = 15
+	vectorRunWords = 2
+)
 
 // plainRunWindow bounds how far plainRun looks for a quote or a backslash
 // at once, so that a long string with many escapes is not searched to its
 // end at every escape.
 const plainRunWindow = 2048
 
-// plainRun skips a long run of plain string content from b[i:], several
-// times faster than word by word: it finds the next quote and backslash
-// with bytes.IndexByte (vector instructions) and checks only for control
-// bytes before them, 32 bytes at a time. It returns a position at most 32
-// bytes before the next byte that may end the run (a quote, a backslash,
-// a control byte, or the end of b), for skipString's word loop to find it.
-func plainRun(b []byte, i int) int {
+// plainRunSWAR is plainRun without vector code of the gateway's own:
+// several times faster than word by word, it finds the next quote and
+// backslash with bytes.IndexByte (vector instructions) and checks only for
+// control bytes before them, 32 bytes at a time. It returns a position at
+// most 32 bytes before the next byte that may end the run (a quote, a
+// backslash, a control byte, or the end of b).
+func plainRunSWAR(b []byte, i int) int {
 	for {
 		w := b[i:min(len(b), i+plainRunWindow)]
 		full := len(w)

@@ -14,6 +14,10 @@ import (
 // nesting limit of 10,000 containers. A body json.Valid refuses is refused
 // as not valid JSON before any complaint about a field.
 func TestScannerValidatesAsEncodingJSON(t *testing.T) {
+	eachPlainRun(t, scannerValidates)
+}
+
+func scannerValidates(t *testing.T) {
 	deep := func(n int, open, closer string) string {
 		return strings.Repeat(open, n) + strings.Repeat(closer, n)
 	}
@@ -77,6 +81,10 @@ func TestFieldErrorsWaitForTheWholeBody(t *testing.T) {
 // 32-byte blocks' edges and from the window's, is read as encoding/json
 // reads it (and a string that never ends is refused).
 func TestLongStringsAgreeWithEncodingJSON(t *testing.T) {
+	eachPlainRun(t, longStringsAgree)
+}
+
+func longStringsAgree(t *testing.T) {
 	inserts := []string{`"`, `\"`, `\\`, `\n`, `\u00e9`, `\x`, `\u12`, "\x01", "\x1f", "\x7f", "é", "\xff", `"]},"x":"`}
 	for _, n := range []int{100, 127, 128, 129, 160, 161, 2047, 2048, 2049, 2200, 4096 + 129, 5000} {
 		for _, at := range []int{0, 1, 7, 8, 31, 32, 33, 120, 121, 127, 128, 129, 136, 159, 160, 161, 191, 192, 2047, 2048, 2049, 2176, 2177, 4224, n - 1} {
@@ -101,4 +109,51 @@ func TestLongStringsAgreeWithEncodingJSON(t *testing.T) {
 			}
 		}
 	}
+}
+
+// eachPlainRun runs test with each implementation of plainRun this
+// machine has: the vector one (when vectorStops) and the portable one.
+func eachPlainRun(t *testing.T, test func(t *testing.T)) {
+	t.Helper()
+	vector := vectorStops
+	defer func() { vectorStops = vector }()
+	if vector {
+		t.Run("vector", test)
+	}
+	vectorStops = false
+	t.Run("portable", test)
+}
+
+// TestPlainRunStopsBeforeEveryStop: whichever implementation runs, plainRun
+// skips only plain content and stops at most 32 bytes before the first
+// quote, backslash or control byte (or the end of the body), whatever its
+// distance from the start and the blocks' edges and whatever comes after
+// it; the vector one stops exactly on it when it lies in a whole block.
+func TestPlainRunStopsBeforeEveryStop(t *testing.T) {
+	// Plain content around the stop: ASCII, the bytes next to the
+	// stops' values, UTF-8 and a byte that is not.
+	const plain = "a \x20!#[]\x7f\xc3\xa9\xff"
+	eachPlainRun(t, func(t *testing.T) {
+		for _, n := range []int{0, 1, 31, 32, 33, 63, 64, 65, 95, 96, 127, 128, 129, 200, 2047, 2048, 2049, 4100} {
+			for _, from := range []int{0, 1, 7, 31, 32, 33} {
+				for _, stop := range []byte{'"', '\\', 0x00, 0x0a, 0x1f} {
+					for at := from; at <= n; at += max(1, (n-from)/40) {
+						b := []byte(strings.Repeat(plain, n/len(plain)+1)[:n])
+						want := n
+						if at < n {
+							b[at] = stop
+							want = at
+						}
+						got := plainRun(b, from)
+						if got < from || got > want || want-got > 32 {
+							t.Fatalf("len %d from %d, %q at %d: plainRun = %d", n, from, stop, at, got)
+						}
+						if vectorStops && want < from+(n-from)&^31 && got != want {
+							t.Fatalf("len %d from %d, %q at %d: vector plainRun = %d, not on the stop", n, from, stop, at, got)
+						}
+					}
+				}
+			}
+		}
+	})
 }
