@@ -349,7 +349,13 @@ func (r *Report) curveTargets() []Budget {
 		"p50 − direct p50, smallest to largest body; the bare proxy passes the body through once, the gateway may add one more pass (§5)")
 	if bare, gw, ok := c.BodySize.slopes(); ok {
 		b.Figure = fmt.Sprintf("%.0f µs/MB (bare proxy %.0f µs/MB; memory copy %.0f µs/MB)", gw, bare, c.BodySize.CopyUSPerMB)
-		b.Status = passIf(gw <= 2*max(bare, 0) || gw <= 0)
+		b.Status = passIf(gw <= 2*bare)
+		if bare <= 0 || gw <= 0 {
+			// A body that costs less the larger it is: the run's noise
+			// exceeds what the body costs, and no ratio can be read.
+			b.Status = statusNA
+			b.Figure += "; not resolved: a slope at or below zero means the run's noise exceeds the body's cost"
+		}
 	}
 	out = append(out, b)
 

@@ -163,6 +163,12 @@ func TestEvaluateTargets(t *testing.T) {
 		{"body: gateway grows faster than two passes", "overhead per MB", "FAIL", func(r *Report) {
 			r.Curves.BodySize.Rows[1].Gateway.Latency.P50MS = 2.1 // +1.1 − 0.2 = 0.9 ms/MB > 2 × 0.4
 		}},
+		{"body: the bare proxy's slope at or below zero is not resolved", "overhead per MB", "N/A", func(r *Report) {
+			r.Curves.BodySize.Rows[1].Bare.Latency.P50MS = 1.05 // +0.05 − 0.1: the bare proxy's cost fell with the body
+		}},
+		{"body: the gateway's slope at or below zero is not resolved", "overhead per MB", "N/A", func(r *Report) {
+			r.Curves.BodySize.Rows[1].Gateway.Latency.P50MS = 1.1 // +0.1 − 0.2: the gateway's cost fell with the body
+		}},
 		{"failure path 50.1 µs", "failure path", "FAIL", func(r *Report) { r.Curves.FailurePath.Cases[0].MedianNs = 50100 }},
 		{"failure path with 10 rules", "failure path", "FAIL", func(r *Report) { r.Curves.FailurePath.Rules = 10 }},
 		{"failure path benchmark failed", "failure path", "FAIL", func(r *Report) { r.Curves.FailurePath.Err = "exit status 1" }},
