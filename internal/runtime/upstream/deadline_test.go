@@ -109,9 +109,9 @@ func TestPhasedConnKeptDeadlineCutsNothingEarly(t *testing.T) {
 	// answer arriving before the call's own deadline: read whole.
 	now = time.Now()
 	_ = c.SetReadDeadline(now.Add(200 * time.Millisecond))
-	_ = c.SetReadDeadline(now.Add(220 * time.Millisecond))
+	_ = c.SetReadDeadline(now.Add(600 * time.Millisecond))
 	go func() {
-		time.Sleep(210 * time.Millisecond)
+		time.Sleep(250 * time.Millisecond) // after the kept one, well before the call's own
 		_, _ = b.Write([]byte("ok"))
 	}()
 	buf := make([]byte, 2)
