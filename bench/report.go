@@ -170,6 +170,10 @@ type OpenLoopResult struct {
 // ThroughputResult is scenario 2.
 type ThroughputResult struct {
 	Connections int `json:"connections"`
+	// WarmRounds and Rounds are the unmeasured and the measured rounds
+	// of the interleaved load.
+	WarmRounds int `json:"warm_rounds"`
+	Rounds     int `json:"rounds"`
 	Trio
 }
 
@@ -416,7 +420,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "- Date: %s\n- Commit: %s\n- Go: %s (%s), %d CPUs\n- Load average (1 min, start → end): %s\n- Mode: %s\n",
 		r.Date, r.Commit, r.GoVersion, r.Platform, r.CPUs, r.LoadAvg, mode)
 	b.WriteString("- Three targets in every table, measured with the same generator, client settings and body, one after the other " +
-		"except in the fixed-rate tables, the streaming table and the configuration-size curves, where they take turns in short slices: " +
+		"except in the fixed-rate tables, the throughput table, the streaming table and the configuration-size curves, where they take turns in short slices: " +
 		"**direct** = the mock upstream called directly (`bench-model`); **bare proxy** = the same request through the harness's own " +
 		"bare fasthttp reverse proxy (one `HostClient`, no routing, no logging; streams flushed piece by piece), the physical floor " +
 		"of one extra hop; **Breakwater** = the same request through the gateway (`bench/bench-model`). The generator, the proxies " +
@@ -484,7 +488,9 @@ func (r *Report) Markdown() string {
 
 	if tp := r.Throughput; tp != nil {
 		fmt.Fprintf(&b, "## 2. Max throughput (closed loop, %d connections, %.0f s)\n\n", tp.Connections, s.ThroughputSeconds)
-		b.WriteString("Each connection sends its next request as soon as the previous answer is read.\n\n")
+		fmt.Fprintf(&b, "Each connection sends its next request as soon as the previous answer is read. The three targets take turns "+
+			"in slices of at least 1 s: %d warm-up and %d measured rounds; throughput is each target's successes over its measured time.\n\n",
+			tp.WarmRounds, tp.Rounds)
 		t.head("", "direct", "bare proxy", "Breakwater", "Breakwater / bare", "Breakwater / direct")
 		d, bp, g := tp.Direct, tp.Bare, tp.Gateway
 		t.row("throughput", fmt.Sprintf("%.0f req/s", d.RPS), fmt.Sprintf("%.0f req/s", bp.RPS), fmt.Sprintf("%.0f req/s", g.RPS),
