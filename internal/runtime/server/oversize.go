@@ -75,28 +75,26 @@ type lingerConn struct {
 
 // SetReadDeadline implements net.Conn.
 func (c *lingerConn) SetReadDeadline(t time.Time) error {
-	if !c.lazy {
-		return c.Conn.SetReadDeadline(t)
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if !c.read.Ask(t) {
-		return nil
-	}
-	return c.Conn.SetReadDeadline(t)
+	return c.ask(&c.read, c.Conn.SetReadDeadline, t)
 }
 
 // SetWriteDeadline implements net.Conn.
 func (c *lingerConn) SetWriteDeadline(t time.Time) error {
+	return c.ask(&c.write, c.Conn.SetWriteDeadline, t)
+}
+
+// ask sets deadline t of one direction (d) on the socket (set) when it
+// moves, or always on a connection that is not lazy.
+func (c *lingerConn) ask(d *lazydeadline.Deadline, set func(time.Time) error, t time.Time) error {
 	if !c.lazy {
-		return c.Conn.SetWriteDeadline(t)
+		return set(t)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.write.Ask(t) {
+	if !d.Ask(t) {
 		return nil
 	}
-	return c.Conn.SetWriteDeadline(t)
+	return set(t)
 }
 
 // SetDeadline implements net.Conn.

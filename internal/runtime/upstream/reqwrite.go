@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
 // writeRequest writes req to w as http.Request.Write does, byte for byte,
@@ -105,7 +107,7 @@ func leanRequest(req *http.Request) (string, bool) {
 		return "", false
 	}
 	for k, vv := range req.Header {
-		if !plainName(k) {
+		if !wire.ValidHeaderName(k) {
 			return "", false
 		}
 		for _, v := range vv {
@@ -153,23 +155,6 @@ func plainHost(s string) bool {
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
 		case c == '.' || c == '-' || c == ':' || c == '[' || c == ']' || c == '_':
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// plainName reports whether a header name is a token (RFC 9110 §5.6.2).
-func plainName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9':
-		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
 		default:
 			return false
 		}
