@@ -19,14 +19,16 @@ rules:
 	const parallel = 5
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var wg sync.WaitGroup
+	var wg, answered sync.WaitGroup
 	errs := make(chan error, parallel)
 	for i := 0; i < parallel; i++ {
 		wg.Add(1)
+		answered.Add(1)
 		go func() {
 			defer wg.Done()
 			// Do returns once the stalled stream's headers arrive.
 			resp, err := m.do(ctx, http.MethodPost, "/v1/chat/completions", "k1", chatBody("gpt-4o", "hi", true, false))
+			answered.Done()
 			if err != nil {
 				errs <- err
 				return
@@ -52,6 +54,10 @@ rules:
 	if st.InFlight != parallel || st.MaxConcurrent != parallel+1 {
 		t.Errorf("global in_flight %d max %d, want %d and %d", st.InFlight, st.MaxConcurrent, parallel, parallel+1)
 	}
+	// The server counts a call in flight before its caller has read the
+	// headers: cancel only once every caller has them, or a caller
+	// still in Do sees its own cancellation.
+	answered.Wait()
 	cancel()
 	wg.Wait()
 	close(errs)
