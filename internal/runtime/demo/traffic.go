@@ -28,14 +28,15 @@ var trafficRequests = []string{
 
 // Traffic sends the demo's background requests to the gateway at baseURL
 // ("http://127.0.0.1:8080"), one every interval, until ctx ends or limit
-// requests were sent. It returns how many it sent. Answers are read and
-// dropped; failures are what the demo is for, so none stops it.
+// requests were sent. It returns how many it sent; once ctx has ended it
+// sends nothing more. Answers are read and dropped; failures are what the
+// demo is for, so none stops it.
 func Traffic(ctx context.Context, baseURL string, interval time.Duration, limit int) int {
 	client := &http.Client{Timeout: 30 * time.Second}
 	t := time.NewTicker(max(interval, time.Millisecond))
 	defer t.Stop()
 	sent := 0
-	for sent < limit {
+	for sent < limit && ctx.Err() == nil {
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, baseURL+"/v1/chat/completions",
 			strings.NewReader(trafficRequests[sent%len(trafficRequests)]))
 		if err != nil {
@@ -47,6 +48,8 @@ func Traffic(ctx context.Context, baseURL string, interval time.Duration, limit 
 			_ = resp.Body.Close()
 		}
 		sent++
+		// A ready tick and a cancelled ctx are picked at random by select:
+		// the loop condition checks ctx again before the next request.
 		select {
 		case <-ctx.Done():
 			return sent
