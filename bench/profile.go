@@ -237,8 +237,9 @@ func (r *Report) profilesMarkdown(b *strings.Builder) {
 	t := table{b}
 	fmt.Fprintf(b, "## Profiles of the gateway (PROFILE=1)\n\n"+
 		"A CPU and an allocation profile of the gateway for every measured gateway run, taken over its `--pprof` endpoint while the "+
-		"run lasted (`go tool pprof FILE`; files relative to the output directory). The top %d functions of each CPU profile, "+
-		"by own time (flat) and by time including callees (cum):\n\n", profileTop)
+		"run lasted (`go tool pprof FILE`; files relative to the output directory); in the interleaved tables (fixed rate, "+
+		"max throughput, streaming) the bare proxy's too (`-bare`), over the same window, so the two compare. The top %d "+
+		"functions of each CPU profile, by own time (flat) and by time including callees (cum):\n\n", profileTop)
 	for _, p := range r.Profiles {
 		fmt.Fprintf(b, "### %s (%d s): `%s`, `%s`\n\n", p.Scenario, p.Seconds, p.CPUFile, p.AllocsFile)
 		if p.Err != "" {

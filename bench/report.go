@@ -43,7 +43,8 @@ type Report struct {
 	Cluster *ClusterResult `json:"cluster,omitempty"`
 	// RoutePlugin is the routing-plugin scenario.
 	RoutePlugin *RoutePluginResult `json:"route_plugin,omitempty"`
-	// Profiles are the gateway's CPU and allocation profiles (PROFILE=1).
+	// Profiles are the CPU and allocation profiles of the gateway and, in
+	// the interleaved tables, the bare proxy (PROFILE=1).
 	Profiles []Profile `json:"profiles,omitempty"`
 	// Targets are the targets of the "thinnest possible proxy" issue,
 	// judged against the bare proxy; Budgets the earlier budgets kept.

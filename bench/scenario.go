@@ -129,7 +129,20 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	bare, err := proc.StartBareProxy(ctx, self, dir, barePort, mock.Addr)
+	var prof *profiler
+	var bareExtra []string
+	if o.profile {
+		// The bare proxy is profiled too, in the same windows as the
+		// gateway, so the two profiles of a run compare.
+		prof = newProfiler(filepath.Join(o.out, "profiles"))
+		pport, err := proc.FreePort()
+		if err != nil {
+			return nil, err
+		}
+		bareExtra = []string{"-pprof", fmt.Sprintf("127.0.0.1:%d", pport)}
+		prof.addr[proc.BareProxyName] = bareExtra[1]
+	}
+	bare, err := proc.StartBareProxy(ctx, self, dir, barePort, mock.Addr, bareExtra...)
 	if err != nil {
 		return nil, err
 	}
@@ -140,12 +153,9 @@ func benchmark(ctx context.Context, o options) (*Report, error) {
 		ctrl:      &http.Client{Timeout: 5 * time.Second},
 		directURL: "http://" + mock.Addr + "/v1/chat/completions",
 		bareURL:   "http://" + bare.Addr + "/v1/chat/completions",
+		profiler:  prof,
 	}
-	rep.Gateway = GatewaySetup{ConfigChanges: proc.GatewayConfigChanges()}
-	if o.profile {
-		b.profiler = newProfiler(filepath.Join(o.out, "profiles"))
-		rep.Gateway.Pprof = true
-	}
+	rep.Gateway = GatewaySetup{ConfigChanges: proc.GatewayConfigChanges(), Pprof: o.profile}
 	gw, err := b.startGateway(ctx, "gateway", func(listen string) []byte {
 		return proc.GatewayConfig(proc.Shape{Listen: listen, DataDir: filepath.Join(dir, "data"), MockAddr: mock.Addr, Providers: 1})
 	})
@@ -441,7 +451,7 @@ func (b *bench) openLoop(ctx context.Context) error {
 	for _, rate := range b.o.rates {
 		tgts := b.targets(false)
 		runs, err := b.interleave(ctx, tgts[:], interleaved{conns: b.o.openConns, openLoop: true, drive: b.openDrive(rate),
-			warm: b.o.warmup, total: b.o.openDuration, slice: b.o.slice, profiles: []string{"", "", fmt.Sprintf("open-loop-%.0f", rate)}})
+			warm: b.o.warmup, total: b.o.openDuration, slice: b.o.slice, profiles: []string{"", fmt.Sprintf("open-loop-%.0f-bare", rate), fmt.Sprintf("open-loop-%.0f", rate)}})
 		if err != nil {
 			return fmt.Errorf("%.0f req/s: %w", rate, err)
 		}
@@ -464,7 +474,7 @@ func (b *bench) throughput(ctx context.Context, mem *MemoryResult) error {
 	slice := max(b.o.slice, throughputSlice)
 	tgts := b.targets(false)
 	runs, err := b.interleave(ctx, tgts[:], interleaved{conns: b.o.conns, drive: drive,
-		warm: b.o.warmup, total: b.o.throughputDur, slice: slice, profiles: []string{"", "", "throughput"}})
+		warm: b.o.warmup, total: b.o.throughputDur, slice: slice, profiles: []string{"", "throughput-bare", "throughput"}})
 	if err != nil {
 		return err
 	}
@@ -496,7 +506,7 @@ func (b *bench) streaming(ctx context.Context) error {
 	warm, slice := min(b.o.warmup, time.Second), max(b.o.slice, streamSlice)
 	tgts := b.targets(true)
 	runs, err := b.interleave(ctx, tgts[:], interleaved{conns: b.o.streamWorkers, drive: drive,
-		warm: warm, total: b.o.streamDuration, slice: slice, profiles: []string{"", "", "streaming"}})
+		warm: warm, total: b.o.streamDuration, slice: slice, profiles: []string{"", "streaming-bare", "streaming"}})
 	if err != nil {
 		return err
 	}

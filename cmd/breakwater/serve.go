@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/breakwater-dev/breakwater/internal/pprofserve"
 	"github.com/breakwater-dev/breakwater/internal/runtime/config"
 	"github.com/breakwater-dev/breakwater/internal/runtime/demo"
 	"github.com/breakwater-dev/breakwater/internal/runtime/gateway"
@@ -43,7 +44,7 @@ func newServeCommand(g *globalFlags) *cobra.Command {
 			defer access.Flush()
 			routeRedisLogs(log)
 			if pprofAddr != "" {
-				stopPprof, err := startPprof(pprofAddr, log.Named("pprof"))
+				stopPprof, err := pprofserve.Start(pprofAddr, log.Named("pprof"))
 				if err != nil {
 					return err
 				}

@@ -232,12 +232,16 @@ const (
 // binary run the bare proxy.
 const BareProxyCommand = "bareproxy"
 
+// BareProxyName is the bare proxy child's name (Child.Name, its log file).
+const BareProxyName = "bareproxy"
+
 // StartBareProxy runs `self bareproxy -listen 127.0.0.1:port -upstream
-// upstream` (self being the benchmark's own binary) and returns once it has
-// announced its address. dir receives its log.
-func StartBareProxy(ctx context.Context, self, dir string, port int, upstream string) (*Child, error) {
-	return start(ctx, "bareproxy", self, dir, "bare proxy listening on",
-		BareProxyCommand, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", upstream, "-local", BareSource)
+// upstream` (self being the benchmark's own binary) followed by extra (for
+// example -pprof ADDR) and returns once it has announced its address. dir
+// receives its log.
+func StartBareProxy(ctx context.Context, self, dir string, port int, upstream string, extra ...string) (*Child, error) {
+	return start(ctx, BareProxyName, self, dir, "bare proxy listening on",
+		append([]string{BareProxyCommand, "-listen", fmt.Sprintf("127.0.0.1:%d", port), "-upstream", upstream, "-local", BareSource}, extra...)...)
 }
 
 // StartGatewayWith writes cfg (which sets the listen address) to

@@ -1,4 +1,4 @@
-package main
+package pprofserve
 
 import (
 	"io"
@@ -12,9 +12,9 @@ import (
 
 func TestPprofLoopbackOnly(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0", "example.com:0", "127.0.0.1"} {
-		if stop, err := startPprof(addr, hclog.NewNullLogger()); err == nil {
+		if stop, err := Start(addr, hclog.NewNullLogger()); err == nil {
 			stop()
-			t.Errorf("startPprof(%q) accepted a non-loopback address", addr)
+			t.Errorf("Start(%q) accepted a non-loopback address", addr)
 		}
 	}
 }
@@ -26,9 +26,9 @@ func TestPprofServesProfiles(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	stop, err := startPprof(addr, hclog.NewNullLogger())
+	stop, err := Start(addr, hclog.NewNullLogger())
 	if err != nil {
-		t.Fatalf("startPprof: %v", err)
+		t.Fatalf("Start: %v", err)
 	}
 	defer stop()
 	resp, err := http.Get("http://" + addr + "/debug/pprof/")

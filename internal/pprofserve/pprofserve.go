@@ -1,4 +1,7 @@
-package main
+// Package pprofserve serves the Go runtime profiles (net/http/pprof) on a
+// loopback address: `breakwater serve --pprof ADDR` and the benchmark's
+// bare proxy (`-pprof ADDR`) use it, so PROFILE=1 profiles both.
+package pprofserve
 
 import (
 	"errors"
@@ -11,11 +14,12 @@ import (
 	"github.com/hashicorp/go-hclog"
 )
 
-// startPprof serves the Go runtime profiles (net/http/pprof, under
+// Start serves the Go runtime profiles (net/http/pprof, under
 // /debug/pprof/) on addr, which must be a loopback address, until the
-// returned stop is called. It is off unless `serve --pprof ADDR` asks for
-// it: the benchmark's PROFILE=1 uses it to profile the gateway.
-func startPprof(addr string, log hclog.Logger) (stop func(), err error) {
+// returned stop is called. Nothing starts it unless asked (`serve --pprof
+// ADDR`): the benchmark's PROFILE=1 uses it to profile the gateway and the
+// bare proxy.
+func Start(addr string, log hclog.Logger) (stop func(), err error) {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return nil, fmt.Errorf("--pprof %q: %w", addr, err)
