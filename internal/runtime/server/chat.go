@@ -78,7 +78,7 @@ func (s *Server) serveClient(ctx *fasthttp.RequestCtx, f wire.Format) {
 	if d := s.cfg.Server.RequestDeadlineMS; d > 0 {
 		req.Deadline = req.Start.Add(time.Duration(d) * time.Millisecond)
 	}
-	sc := newScope(s.baseCtx, ctx.Conn(), req.Deadline)
+	sc := s.scopes.open(ctx.Conn(), req.Start, req.Deadline)
 	res := s.proxy.Serve(sc.ctx, req)
 	sc.settle()
 	if res.Stream == nil {

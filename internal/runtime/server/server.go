@@ -103,10 +103,13 @@ type Server struct {
 	view    atomic.Pointer[view]
 	comboMu sync.Mutex
 
-	// baseCtx is the context of every request; Shutdown cancels it, which
-	// ends queued admissions, waits and upstream calls.
+	// baseCtx is the context of the server's own work (body budget
+	// waits, connection tests, the console); Shutdown cancels it.
 	baseCtx    context.Context
 	cancelBase context.CancelFunc
+	// scopes are the client API requests' contexts; Shutdown cancels
+	// them, which ends queued admissions, waits and upstream calls.
+	scopes *scopeSet
 
 	reqPrefix string
 	reqSeq    atomic.Uint64
@@ -141,6 +144,7 @@ func New(o Options) (*Server, error) {
 	_, _ = rand.Read(rnd[:])
 	s.reqPrefix = hex.EncodeToString(rnd[:]) + "-"
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.scopes = newScopeSet()
 	s.fileTopology = o.Proxy.Routing().Topology
 	s.view.Store(&view{routing: o.Proxy.Routing(), models: modelsList(s.fileTopology)})
 
@@ -238,6 +242,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			timeout = time.Until(dl)
 		}
 		s.cancelBase()
+		s.scopes.close()
 		if e := s.app.ShutdownWithTimeout(timeout); e != nil {
 			err = fmt.Errorf("server: shutdown: %w", e)
 		}
