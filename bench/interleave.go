@@ -110,7 +110,9 @@ func (b *bench) interleave(ctx context.Context, tgts []target, il interleaved) (
 		got[s.target].add(res, run)
 	}
 	for _, c := range caps {
-		c.wait()
+		if c != nil {
+			c.wait()
+		}
 	}
 	if err := sleepCtx(ctx, b.o.settle); err != nil {
 		return nil, err
@@ -118,22 +120,26 @@ func (b *bench) interleave(ctx context.Context, tgts []target, il interleaved) (
 	out := make([]Run, len(tgts))
 	for i, tgt := range tgts {
 		out[i] = got[i].total(tgt.name, il.openLoop, tgt.req.Stream)
+		if i < len(caps) && caps[i] != nil {
+			caps[i].requests = out[i].Sent
+		}
 		progress(label(tgt), out[i])
 	}
 	return out, nil
 }
 
 // profileAll starts, when profiling, the profiles of every target il
-// names one for, lasting about the measured rounds.
+// names one for, lasting about the measured rounds; the captures are
+// indexed like tgts (nil: none for that target).
 func (b *bench) profileAll(ctx context.Context, tgts []target, il interleaved, rounds int) []*capture {
 	if b.profiler == nil {
 		return nil
 	}
 	d := time.Duration(rounds*len(tgts)) * (il.slice + sliceGap)
-	var caps []*capture
+	caps := make([]*capture, len(tgts))
 	for i, tgt := range tgts {
 		if i < len(il.profiles) && il.profiles[i] != "" && tgt.mid != nil {
-			caps = append(caps, b.profiler.start(ctx, tgt.mid.Name, il.profiles[i], d))
+			caps[i] = b.profiler.start(ctx, tgt.mid.Name, il.profiles[i], d)
 		}
 	}
 	return caps

@@ -30,6 +30,13 @@ type Profile struct {
 	CPUFile    string `json:"cpu_file"`
 	AllocsFile string `json:"allocs_file"`
 	Seconds    int    `json:"seconds"`
+	// Requests is how many requests the profiled process was sent while
+	// profiled (0: not known); Split is its CPU by part, Own and OwnFuncs
+	// its own code's by package and by function (splitTraces).
+	Requests int         `json:"requests,omitempty"`
+	Split    []SplitPart `json:"split,omitempty"`
+	Own      []SplitPart `json:"own,omitempty"`
+	OwnFuncs []SplitPart `json:"own_functions,omitempty"`
 	// Flat and Cum are the top functions by own and by cumulative CPU time.
 	Flat []ProfileLine `json:"top_flat,omitempty"`
 	Cum  []ProfileLine `json:"top_cum,omitempty"`
@@ -65,9 +72,12 @@ type capture struct {
 	scenario    string
 	seconds     int
 	cpu, allocs string // file paths
-	wg          sync.WaitGroup
-	mu          sync.Mutex
-	errs        []error
+	// requests is how many requests the target was sent over its
+	// measured slices (0: unknown), set once the load is done.
+	requests int
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	errs     []error
 }
 
 // start begins a CPU and an allocation (delta) profile of gateway gw for
@@ -162,6 +172,10 @@ func (p *profiler) summarise(ctx context.Context) []Profile {
 			if pr.Cum, err = pprofTop(ctx, c.cpu, true); err != nil {
 				errs = append(errs, err)
 			}
+			pr.Requests = c.requests
+			if pr.Split, pr.Own, pr.OwnFuncs, err = pprofSplit(ctx, c.cpu); err != nil {
+				errs = append(errs, err)
+			}
 		}
 		if err := errors.Join(errs...); err != nil {
 			pr.Err = strings.ReplaceAll(err.Error(), "\n", "; ")
@@ -239,7 +253,8 @@ func (r *Report) profilesMarkdown(b *strings.Builder) {
 		"A CPU and an allocation profile of the gateway for every measured gateway run, taken over its `--pprof` endpoint while the "+
 		"run lasted (`go tool pprof FILE`; files relative to the output directory); in the interleaved tables (fixed rate, "+
 		"max throughput, streaming) the bare proxy's too (`-bare`), over the same window, so the two compare. The top %d "+
-		"functions of each CPU profile, by own time (flat) and by time including callees (cum):\n\n", profileTop)
+		"functions of each CPU profile, by own time (flat) and by time including callees (cum), follow the split below.\n\n", profileTop)
+	r.splitMarkdown(b)
 	for _, p := range r.Profiles {
 		fmt.Fprintf(b, "### %s (%d s): `%s`, `%s`\n\n", p.Scenario, p.Seconds, p.CPUFile, p.AllocsFile)
 		if p.Err != "" {
