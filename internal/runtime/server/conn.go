@@ -131,8 +131,8 @@ func (s *Server) admit(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			}
 			return
 		}
-		if f, ok := leanRoute(ctx); ok {
-			if s.authClient(ctx, errorFormat(string(requestPath(ctx)))) {
+		if f, path, ok := leanRoute(ctx); ok {
+			if s.authClient(ctx, errorFormat(string(path))) {
 				s.serveClient(ctx, f)
 			}
 		} else {
@@ -157,13 +157,15 @@ var leanRoutes = map[string]wire.Format{
 	"/v1/completions":           wire.FormatCompletions,
 }
 
-// leanRoute reports the format of a POST to one of leanRoutes.
-func leanRoute(ctx *fasthttp.RequestCtx) (wire.Format, bool) {
+// leanRoute reports the format and the path (requestPath) of a POST to
+// one of leanRoutes.
+func leanRoute(ctx *fasthttp.RequestCtx) (wire.Format, []byte, bool) {
 	if string(ctx.Method()) != fasthttp.MethodPost {
-		return 0, false
+		return 0, nil, false
 	}
-	f, ok := leanRoutes[string(requestPath(ctx))]
-	return f, ok
+	path := requestPath(ctx)
+	f, ok := leanRoutes[string(path)]
+	return f, path, ok
 }
 
 // requestPath is the request's path as the client sent it

@@ -46,7 +46,9 @@ func (s *Server) loopbackOnly(ctx *fasthttp.RequestCtx) *wire.APIError {
 		}
 	}
 	if string(ctx.Method()) == fiber.MethodPost {
-		mt, _, _ := strings.Cut(reqHeader(h, fiber.HeaderContentType), ";")
+		// ContentType is what Peek("Content-Type") returns, without
+		// normalising the name first.
+		mt, _, _ := strings.Cut(utils.UnsafeString(h.ContentType()), ";")
 		if !strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON) {
 			return &wire.APIError{Status: 415, Type: "invalid_request_error", Code: "unsupported_media_type", Param: "Content-Type",
 				Message: "send the request body as Content-Type: application/json"}
