@@ -177,6 +177,31 @@ func requestPath(ctx *fasthttp.RequestCtx) []byte {
 	return ctx.URI().PathOriginal()
 }
 
+// requestHost is the request's host as fasthttp's URI holds it
+// (Request.Host: the Host header, lower-cased, or an absolute target's
+// host), read without parsing the URI when plainPath vouches for the
+// request and its Host has no upper-case letter: the parse then keeps the
+// Host header as it is.
+func requestHost(req *fasthttp.Request) []byte {
+	if _, ok := plainPath(&req.Header); ok {
+		host := req.Header.Host()
+		if !hasUpper(host) {
+			return host
+		}
+	}
+	return req.Host()
+}
+
+// hasUpper reports whether b holds an ASCII upper-case letter.
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
+}
+
 // plainPath returns the path of a request whose target is a plain
 // absolute path — no query, fragment, control byte or "//" — sent with a
 // plain Host (a name or address of letters, digits, dots and dashes, an

@@ -33,8 +33,9 @@ import (
 func (s *Server) loopbackOnly(ctx *fasthttp.RequestCtx) *wire.APIError {
 	h := &ctx.Request.Header
 	// The Host header itself (Fiber's Hostname would prefer
-	// X-Forwarded-Host, which a rebinding page may send).
-	if host := hostOnly(utils.UnsafeString(ctx.Request.Host())); !s.localHost(host) {
+	// X-Forwarded-Host, which a rebinding page may send), as the parsed
+	// URI holds it, parsed only when it must be (requestHost).
+	if host := hostOnly(utils.UnsafeString(requestHost(&ctx.Request))); !s.localHost(host) {
 		return &wire.APIError{Status: 403, Type: "permission_error", Code: "forbidden_host",
 			Message: "without client keys the gateway answers only requests addressed to a loopback host (got Host " + quote(wire.Clip(host)) + ")"}
 	}
