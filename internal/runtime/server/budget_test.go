@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bufio"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -145,5 +147,27 @@ func TestBodyBudgetShutdownEndsWaits(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("the wait did not end at shutdown")
+	}
+}
+
+// A compressed body's share is the whole max_request_bytes however the
+// client spells the header's name, as fasthttp reads it off the wire.
+func TestBodyBudgetShareOfACompressedBody(t *testing.T) {
+	b, _ := testBudget(1000, time.Millisecond)
+	for _, c := range []struct {
+		raw  string
+		want int64
+	}{
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\ncontent-encoding: gzip\r\nContent-Length: 10\r\n\r\n", 100},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nCONTENT-ENCODING: gzip\r\nContent-Length: 10\r\n\r\n", 100},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n", 10},
+	} {
+		var h fasthttp.RequestHeader
+		if err := h.Read(bufio.NewReader(strings.NewReader(c.raw))); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.share(&h); got != c.want {
+			t.Errorf("%q: share %d, want %d", c.raw, got, c.want)
+		}
 	}
 }

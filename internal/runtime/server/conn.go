@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/coding"
@@ -132,7 +133,7 @@ func (s *Server) admit(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			return
 		}
 		if f, path, ok := leanRoute(ctx); ok {
-			if s.authClient(ctx, errorFormat(string(path))) {
+			if s.authClient(ctx, errorFormat(utils.UnsafeString(path))) {
 				s.serveClient(ctx, f)
 			}
 		} else {
@@ -265,7 +266,7 @@ const bodyHeldLocal = "bw.body-held"
 // decode with 400. Fiber's Ctx.Body, which would decode without a bound,
 // then finds nothing to decode.
 func (s *Server) decodeBody(req *fasthttp.Request) *wire.APIError {
-	v := req.Header.Peek(fiber.HeaderContentEncoding)
+	v := req.Header.ContentEncoding() // Peek's answer, without normalising the name
 	if len(v) == 0 {
 		return nil
 	}
