@@ -73,3 +73,22 @@ func BenchmarkBudgetCycle(b *testing.B) {
 		bb.release(h)
 	}
 }
+
+// BenchmarkBudgetCycleParallel is BenchmarkBudgetCycle from every core at
+// once, each goroutine with its own request header (connection).
+func BenchmarkBudgetCycleParallel(b *testing.B) {
+	bb := newBodyBudget(64<<20, 1<<20, time.Minute, func() time.Duration { return time.Second }, nil)
+	b.ReportAllocs()
+	b.SetParallelism(32)
+	b.RunParallel(func(pb *testing.PB) {
+		h := header(80, "")
+		for pb.Next() {
+			bb.headerReceived(h)
+			if bb.claim(h) {
+				b.Error("refused")
+				return
+			}
+			bb.release(h)
+		}
+	})
+}
