@@ -14,7 +14,13 @@ func TestSetHeaderStoresWhatSetStores(t *testing.T) {
 	names := []string{"X-Request-Id", "x-request-id", "X-REQUEST-ID", "Content-Type", "content-type", "X-Breakwater-Provider",
 		"X-Breakwater-Attempts", "X-Ratelimit-Remaining-Requests", "x-ratelimit-remaining-requests", "Anthropic-Ratelimit-Tokens-Reset",
 		"Retry-After", "Openai-Processing-Ms", "Request-Id", "Content-Length", "Connection", "Server", "Set-Cookie", "Date",
-		"Transfer-Encoding", "Trailer", "-x", "-X", "X--y", "X--Y", "a", "A", "", "X_foo", "X-Foo Bar", "X-1a", "X-\xe9t\xc9"}
+		"Transfer-Encoding", "Trailer", "-x", "-X", "X--y", "X--Y", "a", "A", "", "X_foo", "X-Foo Bar", "X-1a", "X-\xe9t\xc9",
+		"X-Breakwater-Connection", "X-Breakwater-Model", "X-Breakwater-Warning"}
+	for _, name := range names {
+		if knownName(name) && !normalName(name) {
+			t.Errorf("%q is a known name but not in normal form", name)
+		}
+	}
 	values := []string{"", "v", "application/json", "close", "12", "a\r\nInjected: 1", "a\nb", "a\rb", "a\tb", "\x00\x01", "x=1; Path=/"}
 	for _, name := range names {
 		for _, value := range values {
