@@ -145,7 +145,7 @@ func (g *Gateway) start(ctx context.Context, cfg *config.Config, o Options) erro
 		Classify:  g.Policies.ClassifyContext,
 		Route:     g.Plugins.RouteFunc(),
 		RequestObserver: func(r reqlog.Record) {
-			requests.Add(r)
+			requests.Add(&r)
 		},
 		Redactor: red,
 	})

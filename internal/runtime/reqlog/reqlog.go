@@ -118,37 +118,33 @@ func New(capacity int, clock Clock) *Log {
 	return &Log{clock: clock, buf: ring.New[Record](capacity)}
 }
 
-// Add stores a copy of r, numbering it and stamping At when it is zero,
+// Add stores a copy of *r, numbering it and stamping At when it is zero,
 // and returns its sequence number. The oldest record is dropped when the
-// log is full; its trail and skip lists are reused for the new record's
-// copies, so a full log stores a record without allocating. The caller
-// keeps r's slices.
-func (l *Log) Add(r Record) uint64 {
-	if r.At.IsZero() {
-		r.At = l.clock.Now()
+// log is full; the new record is written in its place and its trail and
+// skip lists are reused for the new record's copies, so a full log stores
+// a record without allocating. The caller keeps r and its slices.
+func (l *Log) Add(r *Record) uint64 {
+	at := r.At
+	if at.IsZero() {
+		at = l.clock.Now()
 	}
 	l.mu.Lock()
-	var trail []Attempt
-	var skipped []Skip
-	if l.buf.Len() == l.buf.Cap() {
-		old := l.buf.At(0)
-		trail, skipped = old.Trail[:0], old.Skipped[:0]
-	}
+	slot := l.buf.Next()
+	trail, skipped := slot.Trail[:0], slot.Skipped[:0]
+	*slot = *r
+	slot.At = at
+	slot.Trail, slot.Skipped = nil, nil
 	if len(r.Trail) > 0 {
-		r.Trail = append(trail, r.Trail...)
-	} else {
-		r.Trail = nil
+		slot.Trail = append(trail, r.Trail...)
 	}
 	if len(r.Skipped) > 0 {
-		r.Skipped = append(skipped, r.Skipped...)
-	} else {
-		r.Skipped = nil
+		slot.Skipped = append(skipped, r.Skipped...)
 	}
 	l.seq++
-	r.Seq = l.seq
-	l.buf.Push(r)
+	slot.Seq = l.seq
+	seq := l.seq
 	l.mu.Unlock()
-	return r.Seq
+	return seq
 }
 
 // clone returns r with its own copies of its slices: a kept record's

@@ -18,10 +18,10 @@ func TestAddStampsAndNumbers(t *testing.T) {
 	if _, ok := l.Get(1); ok {
 		t.Fatal("Get on an empty log must miss")
 	}
-	l.Add(Record{Model: "a"})
+	l.Add(&Record{Model: "a"})
 	clk.Advance(time.Second)
 	at := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
-	seq := l.Add(Record{Model: "b", At: at})
+	seq := l.Add(&Record{Model: "b", At: at})
 	if seq != 2 {
 		t.Fatalf("second record numbered %d, want 2", seq)
 	}
@@ -38,7 +38,7 @@ func TestRingDropsTheOldest(t *testing.T) {
 	clk := clocktest.NewClock(time.Unix(0, 0))
 	l := New(3, clk)
 	for _, m := range []string{"a", "b", "c", "d", "e"} {
-		l.Add(Record{Model: m})
+		l.Add(&Record{Model: m})
 		clk.Advance(time.Second)
 	}
 	list := l.List(0)
@@ -74,7 +74,7 @@ func TestConcurrentAdds(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < 100; i++ {
-				l.Add(Record{Model: "m"})
+				l.Add(&Record{Model: "m"})
 				l.List(10)
 			}
 		}()
@@ -85,5 +85,31 @@ func TestConcurrentAdds(t *testing.T) {
 	}
 	if got := len(l.List(0)); got != DefaultCapacity {
 		t.Fatalf("kept %d, want %d", got, DefaultCapacity)
+	}
+}
+
+// A record is stored as a copy: the caller's slices stay the caller's, a
+// listed record stays as it was listed when its slot is reused, and a full
+// log stores a record with a trail without allocating.
+func TestAddCopiesIntoReusedSlots(t *testing.T) {
+	l := New(1, clocktest.NewClock(time.Unix(0, 0)))
+	r := Record{Model: "a", Trail: []Attempt{{Provider: "p1"}}, Skipped: []Skip{{Provider: "s1"}}}
+	l.Add(&r)
+	r.Trail[0].Provider, r.Skipped[0].Provider = "changed", "changed"
+	listed := l.List(0)
+	if len(listed) != 1 || listed[0].Trail[0].Provider != "p1" || listed[0].Skipped[0].Provider != "s1" {
+		t.Fatalf("stored %+v: want the trail and skips as added", listed)
+	}
+	l.Add(&Record{Model: "b", Trail: []Attempt{{Provider: "p2"}}})
+	got, ok := l.Get(2)
+	if !ok || got.Model != "b" || len(got.Trail) != 1 || got.Trail[0].Provider != "p2" || got.Skipped != nil || got.Seq != 2 {
+		t.Fatalf("record 2 = %+v, %v: want model b, trail p2, no skips", got, ok)
+	}
+	if listed[0].Trail[0].Provider != "p1" || listed[0].Model != "a" {
+		t.Fatalf("a record listed before its slot was reused changed: %+v", listed[0])
+	}
+	next := Record{Model: "c", Trail: []Attempt{{Provider: "p3"}}}
+	if n := testing.AllocsPerRun(100, func() { l.Add(&next) }); n != 0 {
+		t.Fatalf("%v allocations per record in a full log, want 0", n)
 	}
 }

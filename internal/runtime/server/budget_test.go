@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bufio"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -95,8 +97,8 @@ func TestBodyBudgetWaitsThenRefuses(t *testing.T) {
 // the sweep once the body's read deadline has long passed.
 func TestBodyBudgetLeftoverShares(t *testing.T) {
 	b, _ := testBudget(100, 50*time.Millisecond)
-	now := time.Now()
-	b.now = func() time.Time { return now }
+	var now time.Duration
+	b.since = func() time.Duration { return now }
 	lost := header(80, "")
 	if !b.reserve(lost, 80) {
 		t.Fatal("reserve")
@@ -106,11 +108,19 @@ func TestBodyBudgetLeftoverShares(t *testing.T) {
 		t.Fatalf("in use %d, want the old share freed", b.inUse())
 	}
 	b.release(lost)
-	// Another share nobody claims; past its read window the sweep frees it.
+	// Another share nobody claims; the sweep keeps it through its read
+	// window (the read timeout, 1 s here, and 5 s) and frees it after.
 	if !b.reserve(header(85, ""), 85) {
 		t.Fatal("reserve")
 	}
-	now = now.Add(2 * time.Minute)
+	now += 6 * time.Second
+	b.mu.Lock()
+	swept := b.sweep()
+	b.mu.Unlock()
+	if swept || b.inUse() != 85 {
+		t.Fatalf("a share swept within its read window: in use %d", b.inUse())
+	}
+	now += 2 * time.Minute
 	x := header(50, "")
 	if !b.reserve(x, 50) || b.inUse() != 50 {
 		t.Fatalf("the expired share was not swept: in use %d", b.inUse())
@@ -120,7 +130,7 @@ func TestBodyBudgetLeftoverShares(t *testing.T) {
 	if !b.reserve(owned, 40) || b.claim(owned) {
 		t.Fatal("reserve and claim")
 	}
-	now = now.Add(time.Hour)
+	now += time.Hour
 	b.mu.Lock()
 	b.sweep()
 	_, kept := b.holds[owned]
@@ -145,5 +155,27 @@ func TestBodyBudgetShutdownEndsWaits(t *testing.T) {
 		}
 	case <-time.After(2 * time.Second):
 		t.Fatal("the wait did not end at shutdown")
+	}
+}
+
+// A compressed body's share is the whole max_request_bytes however the
+// client spells the header's name, as fasthttp reads it off the wire.
+func TestBodyBudgetShareOfACompressedBody(t *testing.T) {
+	b, _ := testBudget(1000, time.Millisecond)
+	for _, c := range []struct {
+		raw  string
+		want int64
+	}{
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\ncontent-encoding: gzip\r\nContent-Length: 10\r\n\r\n", 100},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nCONTENT-ENCODING: gzip\r\nContent-Length: 10\r\n\r\n", 100},
+		{"POST /v1/chat/completions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n", 10},
+	} {
+		var h fasthttp.RequestHeader
+		if err := h.Read(bufio.NewReader(strings.NewReader(c.raw))); err != nil {
+			t.Fatal(err)
+		}
+		if got := b.share(&h); got != c.want {
+			t.Errorf("%q: share %d, want %d", c.raw, got, c.want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func (s *Server) serveRoute(c *fiber.Ctx, f wire.Format) error {
 // and Fiber's routes share it.
 func (s *Server) serveClient(ctx *fasthttp.RequestCtx, f wire.Format) {
 	req := &proxy.Request{ID: s.nextRequestID(), Format: f, Body: ctx.Request.Body(), Start: time.Now()}
-	ctx.Response.Header.Set("X-Request-Id", req.ID)
+	setHeader(&ctx.Response.Header, "X-Request-Id", req.ID)
 	var err error
 	if req.Parsed, err = wire.ParseFor(f, req.Body); err != nil {
 		s.render(ctx, s.proxy.Reject(req, wire.InvalidRequestFor(err, "body")))
@@ -56,7 +56,7 @@ func (s *Server) serveClient(ctx *fasthttp.RequestCtx, f wire.Format) {
 			s.render(ctx, s.proxy.Reject(req, wire.InvalidRequestFor(err, "background")))
 			return
 		}
-		ctx.Response.Header.Set("X-Breakwater-Warning", "background mode is not supported: the response was served synchronously")
+		setHeader(&ctx.Response.Header, "X-Breakwater-Warning", "background mode is not supported: the response was served synchronously")
 	}
 	// Strings that outlive the handler (a stream's finaliser pins the
 	// session) are cloned: fasthttp reuses the request's buffers.
@@ -95,10 +95,75 @@ func reqHeader(h *fasthttp.RequestHeader, name string) string {
 	return utils.UnsafeString(h.Peek(name))
 }
 
+// setHeader is h.Set(name, value) without its copying and rewriting: a
+// name already in fasthttp's normal form (what Set would turn it into)
+// and a value without a line break (which Set would blank) are handed to
+// SetCanonical as they are, which copies them; anything else goes through
+// Set. Either way the header stored is the one Set stores. The names the
+// gateway writes on every answer are known to be normal; the others (an
+// upstream's relayed rate-limit headers) are checked.
+func setHeader(h *fasthttp.ResponseHeader, name, value string) {
+	if !knownName(name) && !normalName(name) || !plainValue(value) {
+		h.Set(name, value)
+		return
+	}
+	h.SetCanonical(utils.UnsafeBytes(name), utils.UnsafeBytes(value))
+}
+
+// knownName reports whether name is one of the normal names the gateway
+// writes on most answers: its own and the upstream's it relays.
+func knownName(name string) bool {
+	switch name {
+	case "X-Request-Id", "Content-Type", "X-Breakwater-Provider", "X-Breakwater-Connection", "X-Breakwater-Model",
+		"X-Breakwater-Attempts", "Retry-After", "Request-Id", "Openai-Processing-Ms":
+		return true
+	}
+	return false
+}
+
+// normalName reports whether fasthttp's normalisation of a header name
+// (normalizeHeaderKey: the first byte and each byte after a '-' upper
+// case, every other byte lower case; ASCII letters only) leaves name as
+// it is. It walks the name as that normalisation does.
+func normalName(name string) bool {
+	if name == "" {
+		return true
+	}
+	if c := name[0]; 'a' <= c && c <= 'z' {
+		return false
+	}
+	for i := 1; i < len(name); i++ {
+		c := name[i]
+		if c == '-' {
+			i++
+			if i < len(name) && 'a' <= name[i] && name[i] <= 'z' {
+				return false
+			}
+			continue
+		}
+		if 'A' <= c && c <= 'Z' {
+			return false
+		}
+	}
+	return true
+}
+
+// plainValue reports that value has no byte at or below '\r', so none
+// that Set rewrites ('\r' and '\n'); a value with a tab or another such
+// control byte goes through Set, which keeps it or blanks it as before.
+func plainValue(value string) bool {
+	for i := 0; i < len(value); i++ {
+		if value[i] <= '\r' {
+			return false
+		}
+	}
+	return true
+}
+
 // render writes a proxy.Result whose content is its body.
 func (s *Server) render(ctx *fasthttp.RequestCtx, res *proxy.Result) {
 	for _, h := range res.Header {
-		ctx.Response.Header.Set(h.Name, h.Value)
+		setHeader(&ctx.Response.Header, h.Name, h.Value)
 	}
 	ctx.Response.SetStatusCode(res.Status)
 	s.sendBody(ctx, res.Body)
@@ -111,7 +176,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, res *proxy.Result) {
 // of the body budget) and its scope until it ends.
 func (s *Server) renderStream(ctx *fasthttp.RequestCtx, res *proxy.Result, sc *scope) {
 	for _, h := range res.Header {
-		ctx.Response.Header.Set(h.Name, h.Value)
+		setHeader(&ctx.Response.Header, h.Name, h.Value)
 	}
 	ctx.Response.SetStatusCode(res.Status)
 	ctx.SetUserValue(bodyHeldLocal, true)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/utils"
 	"github.com/valyala/fasthttp"
 
 	"github.com/breakwater-dev/breakwater/internal/runtime/coding"
@@ -131,8 +132,8 @@ func (s *Server) admit(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			}
 			return
 		}
-		if f, ok := leanRoute(ctx); ok {
-			if s.authClient(ctx, errorFormat(string(requestPath(ctx)))) {
+		if f, path, ok := leanRoute(ctx); ok {
+			if s.authClient(ctx, errorFormat(utils.UnsafeString(path))) {
 				s.serveClient(ctx, f)
 			}
 		} else {
@@ -157,13 +158,15 @@ var leanRoutes = map[string]wire.Format{
 	"/v1/completions":           wire.FormatCompletions,
 }
 
-// leanRoute reports the format of a POST to one of leanRoutes.
-func leanRoute(ctx *fasthttp.RequestCtx) (wire.Format, bool) {
+// leanRoute reports the format and the path (requestPath) of a POST to
+// one of leanRoutes.
+func leanRoute(ctx *fasthttp.RequestCtx) (wire.Format, []byte, bool) {
 	if string(ctx.Method()) != fasthttp.MethodPost {
-		return 0, false
+		return 0, nil, false
 	}
-	f, ok := leanRoutes[string(requestPath(ctx))]
-	return f, ok
+	path := requestPath(ctx)
+	f, ok := leanRoutes[string(path)]
+	return f, path, ok
 }
 
 // requestPath is the request's path as the client sent it
@@ -173,6 +176,31 @@ func requestPath(ctx *fasthttp.RequestCtx) []byte {
 		return p
 	}
 	return ctx.URI().PathOriginal()
+}
+
+// requestHost is the request's host as fasthttp's URI holds it
+// (Request.Host: the Host header, lower-cased, or an absolute target's
+// host), read without parsing the URI when plainPath vouches for the
+// request and its Host has no upper-case letter: the parse then keeps the
+// Host header as it is.
+func requestHost(req *fasthttp.Request) []byte {
+	if _, ok := plainPath(&req.Header); ok {
+		host := req.Header.Host()
+		if !hasUpper(host) {
+			return host
+		}
+	}
+	return req.Host()
+}
+
+// hasUpper reports whether b holds an ASCII upper-case letter.
+func hasUpper(b []byte) bool {
+	for _, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			return true
+		}
+	}
+	return false
 }
 
 // plainPath returns the path of a request whose target is a plain
@@ -238,7 +266,7 @@ const bodyHeldLocal = "bw.body-held"
 // decode with 400. Fiber's Ctx.Body, which would decode without a bound,
 // then finds nothing to decode.
 func (s *Server) decodeBody(req *fasthttp.Request) *wire.APIError {
-	v := req.Header.Peek(fiber.HeaderContentEncoding)
+	v := req.Header.ContentEncoding() // Peek's answer, without normalising the name
 	if len(v) == 0 {
 		return nil
 	}

@@ -33,8 +33,9 @@ import (
 func (s *Server) loopbackOnly(ctx *fasthttp.RequestCtx) *wire.APIError {
 	h := &ctx.Request.Header
 	// The Host header itself (Fiber's Hostname would prefer
-	// X-Forwarded-Host, which a rebinding page may send).
-	if host := hostOnly(utils.UnsafeString(ctx.Request.Host())); !s.localHost(host) {
+	// X-Forwarded-Host, which a rebinding page may send), as the parsed
+	// URI holds it, parsed only when it must be (requestHost).
+	if host := hostOnly(utils.UnsafeString(requestHost(&ctx.Request))); !s.localHost(host) {
 		return &wire.APIError{Status: 403, Type: "permission_error", Code: "forbidden_host",
 			Message: "without client keys the gateway answers only requests addressed to a loopback host (got Host " + quote(wire.Clip(host)) + ")"}
 	}
@@ -46,7 +47,9 @@ func (s *Server) loopbackOnly(ctx *fasthttp.RequestCtx) *wire.APIError {
 		}
 	}
 	if string(ctx.Method()) == fiber.MethodPost {
-		mt, _, _ := strings.Cut(reqHeader(h, fiber.HeaderContentType), ";")
+		// ContentType is what Peek("Content-Type") returns, without
+		// normalising the name first.
+		mt, _, _ := strings.Cut(utils.UnsafeString(h.ContentType()), ";")
 		if !strings.EqualFold(strings.TrimSpace(mt), fiber.MIMEApplicationJSON) {
 			return &wire.APIError{Status: 415, Type: "invalid_request_error", Code: "unsupported_media_type", Param: "Content-Type",
 				Message: "send the request body as Content-Type: application/json"}

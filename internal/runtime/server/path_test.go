@@ -62,3 +62,29 @@ func TestPlainPathIsTheParsedPath(t *testing.T) {
 		}
 	}
 }
+
+// requestHost is the host fasthttp's URI parse gives (Request.Host), for
+// every target and Host, whether or not it parses the URI itself.
+func TestRequestHostIsTheParsedHost(t *testing.T) {
+	targets := []string{"/v1/chat/completions", "/v1/messages?beta=true", "//v1/chat", "http://other.example/v1/chat/completions",
+		"HTTP://Other.Example:81/x", "v1/chat", "", "/a\x01b"}
+	hosts := []string{"", "localhost", "LocalHost:8080", "127.0.0.1:4000", "gw.example.com", "GW.EXAMPLE.COM", "[::1]:8080",
+		"[::1]", "a@b", "u:p@Host:1", "host:80x", "bad host", "h%41st", "host:", "x_y", "evil.example:443"}
+	fast := 0
+	for _, target := range targets {
+		for _, host := range hosts {
+			got := string(requestHost(requestWith(t, target, host)))
+			want := string(requestWith(t, target, host).Host())
+			if got != want {
+				t.Errorf("target %q host %q: requestHost %q, the parse says %q", target, host, got, want)
+			}
+			req := requestWith(t, target, host)
+			if _, ok := plainPath(&req.Header); ok && !hasUpper(req.Header.Host()) {
+				fast++
+			}
+		}
+	}
+	if fast == 0 {
+		t.Fatal("no host was read without the parse")
+	}
+}

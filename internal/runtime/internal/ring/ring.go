@@ -17,14 +17,27 @@ func New[T any](n int) *Ring[T] {
 }
 
 // Push appends v, dropping the oldest value when the ring is full.
-func (r *Ring[T]) Push(v T) {
+func (r *Ring[T]) Push(v T) { *r.Next() = v }
+
+// Next makes room for one more value, dropping the oldest when the ring
+// is full, and returns the new newest value's slot to be filled in place:
+// it still holds the dropped value (the zero value while the ring was not
+// full), whose parts the caller may reuse.
+func (r *Ring[T]) Next() *T {
 	if r.n == len(r.buf) {
-		r.buf[r.start] = v
-		r.start = (r.start + 1) % len(r.buf)
-		return
+		v := &r.buf[r.start]
+		r.start++
+		if r.start == len(r.buf) {
+			r.start = 0
+		}
+		return v
 	}
-	r.buf[(r.start+r.n)%len(r.buf)] = v
+	i := r.start + r.n
+	if i >= len(r.buf) {
+		i -= len(r.buf)
+	}
 	r.n++
+	return &r.buf[i]
 }
 
 // Len is the number of values held.
