@@ -21,16 +21,17 @@ import (
 // headers (one string, one list).
 const maxBufferedAllocs = 5
 
-// A non-streaming request answered 2xx on its first attempt, through the
-// gateway's buffered client to a real upstream over loopback, allocates
-// at most maxBufferedAllocs times, the upstream's own serving included
-// (fasthttp's server allocates nothing per request), and its answer
-// carries the relayed upstream headers.
-func TestBufferedPathAllocations(t *testing.T) {
-	if raceEnabled {
-		t.Skip("allocation counts do not hold under -race")
-	}
-	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"m1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+// bufferedAnswer is the upstream's answer of the buffered path's test and
+// benchmark.
+var bufferedAnswer = []byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"m1","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":1,"total_tokens":4}}`)
+
+// bufferedLoop is a loop whose proxy calls, with the gateway's own
+// upstream client, a fasthttp server over loopback that answers
+// bufferedAnswer (401 without alpha's credential). It returns the loop and
+// one request to alpha/m1, and a function that serves it once and checks
+// the answer, relayed upstream headers included.
+func bufferedLoop(tb testing.TB) (*loop, func()) {
+	tb.Helper()
 	srv := &fasthttp.Server{Handler: func(ctx *fasthttp.RequestCtx) {
 		if !strings.HasPrefix(string(ctx.Request.Header.Peek("Authorization")), "Bearer sk-a") {
 			ctx.SetStatusCode(401)
@@ -40,30 +41,65 @@ func TestBufferedPathAllocations(t *testing.T) {
 		ctx.Response.Header.Set("X-Request-Id", "req_up_1")
 		ctx.Response.Header.Set("Openai-Processing-Ms", "12")
 		ctx.Response.Header.Set("X-Ratelimit-Limit-Requests", "500")
-		ctx.Response.SetBodyRaw(answer)
+		ctx.Response.SetBodyRaw(bufferedAnswer)
 	}}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	go func() { _ = srv.Serve(ln) }()
-	t.Cleanup(func() { _ = srv.Shutdown() })
+	tb.Cleanup(func() { _ = srv.Shutdown() })
 	cfg := strings.Replace(loopConfig, "http://upstream.test/v1", "http://"+ln.Addr().String()+"/v1", 1)
 	pool := upstream.NewPool(upstream.Timeouts{})
-	t.Cleanup(pool.Close)
-	l := newLoop(t, cfg, "", func(s *setup) { s.proxy.Upstream = pool })
+	tb.Cleanup(pool.Close)
+	l := newLoop(tb, cfg, "", func(s *setup) { s.proxy.Upstream = pool })
 	req := l.request(wire.FormatChat, chat("alpha/m1", ""))
 	req.Start = epoch // a request's arrival, stamped by the server
 	serve := func() {
 		res := l.p.Serve(context.Background(), req)
 		if res.Status != 200 || res.HeaderValue("X-Request-Id") != "req_up_1" || res.HeaderValue("Openai-Processing-Ms") != "12" ||
-			res.HeaderValue("X-Breakwater-Provider") != "alpha" || string(res.Body) != string(answer) {
-			t.Fatalf("answer %d %v %s", res.Status, res.Header, res.Body)
+			res.HeaderValue("X-Breakwater-Provider") != "alpha" || string(res.Body) != string(bufferedAnswer) {
+			tb.Fatalf("answer %d %v %s", res.Status, res.Header, res.Body)
 		}
 		l.p.Release(res)
 	}
+	return l, serve
+}
+
+// A non-streaming request answered 2xx on its first attempt, through the
+// gateway's buffered client to a real upstream over loopback, allocates
+// at most maxBufferedAllocs times, the upstream's own serving included
+// (fasthttp's server allocates nothing per request), and its answer
+// carries the relayed upstream headers.
+func TestBufferedPathAllocations(t *testing.T) {
+	if raceEnabled {
+		t.Skip("allocation counts do not hold under -race")
+	}
+	_, serve := bufferedLoop(t)
 	serve() // the client's connection, the routing's headers
 	if n := testing.AllocsPerRun(200, serve); n > maxBufferedAllocs {
 		t.Fatalf("%v allocations per request, want at most %d", n, maxBufferedAllocs)
+	}
+}
+
+// BenchmarkServeBuffered serves non-streaming requests one after the
+// other through Proxy.Serve and the gateway's buffered upstream client to
+// a fasthttp server over loopback (TestBufferedPathAllocations' setup).
+// Besides ns/op (mostly the loopback's round trips) it reports cpu-ns/op,
+// the process's CPU time (user and system) per request: the proxy's cost
+// plus the upstream server's, which is the same on both sides of a
+// comparison.
+func BenchmarkServeBuffered(b *testing.B) {
+	_, serve := bufferedLoop(b)
+	serve()
+	b.ReportAllocs()
+	cpu0 := processCPU()
+	b.ResetTimer()
+	for range b.N {
+		serve()
+	}
+	b.StopTimer()
+	if used := processCPU() - cpu0; used > 0 {
+		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

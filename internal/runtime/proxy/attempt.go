@@ -158,13 +158,13 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 	if err := ctx.Err(); err != nil {
 		return p.fail(x, cancelled(ctx))
 	}
-	h := p.bufferedHeaders(x, cd)
+	target := p.bufferedTarget(x, cd, ex)
 	// The call is sent when the attempt started (attemptStarted): nothing
 	// but building its headers lies between.
 	t0 := x.tryStart
 	lim, firstBy := tm.call(x.tryAt, false)
 	fb, byDeadline := x.firstByteBefore(lim.FirstByte, t0)
-	b, err := p.up.DoBuffered(http.MethodPost, p.upstreamURL(x, cd, ex), h, out, route, fb)
+	b, err := p.up.DoBuffered(target, out, route, fb)
 	end := time.Now()
 	x.upstreamTime += end.Sub(t0)
 	if err != nil {
@@ -198,6 +198,19 @@ func (p *Proxy) bufferedAttempt(ctx context.Context, x *state, cd topology.Candi
 // plugin may add or remove headers, never the credential.
 func (p *Proxy) upstreamHeaders(x *state, cd topology.Candidate) http.Header {
 	return p.buildUpstreamHeaders(cd.Provider, cd.Connection, x.stream, x.req.Extra, x.req.Forward)
+}
+
+// bufferedTarget is the upstream call of a buffered attempt to cd through
+// ex: the connection's endpoint kept with the routing view (laid out once)
+// when the request forwards no client header or query parameter and has
+// no plugin header, else one made of bufferedHeaders and upstreamURL.
+func (p *Proxy) bufferedTarget(x *state, cd topology.Candidate, ex *provider.Exchange) upstream.Target {
+	if !x.stream && len(x.req.Extra) == 0 && len(x.req.Forward) == 0 && len(x.req.Query) == 0 && cd.Provider.Adapter.Exchange(x.format) == ex {
+		if t, ok := x.rt.plainTargets[plainTarget{cd.Connection, x.format}]; ok {
+			return t
+		}
+	}
+	return upstream.Target{Method: http.MethodPost, URL: p.upstreamURL(x, cd, ex), Header: p.bufferedHeaders(x, cd)}
 }
 
 // bufferedHeaders are upstreamHeaders for a buffered call, which only

@@ -44,7 +44,7 @@ var epoch = time.Date(2025, 7, 1, 9, 0, 0, 0, time.UTC)
 // loop is a Proxy over the in-memory mock upstream: real engine, real
 // policy pipeline, memory store, fake clock for the engine and every wait.
 type loop struct {
-	t       *testing.T
+	t       testing.TB
 	p       *proxy.Proxy
 	eng     *engine.Engine
 	pipe    *policies.Pipeline
@@ -66,7 +66,7 @@ type setup struct {
 // options first. The in-memory upstream's call timers run on the system
 // clock (10 min, 60 s: they never fire here), so the fake clock's pending
 // timers are the loop's own.
-func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*setup)) *loop {
+func newLoop(t testing.TB, cfgYAML, script string, opts ...func(*setup)) *loop {
 	t.Helper()
 	return newLoopWith(t, cfgYAML, script, nil, opts...)
 }
@@ -74,7 +74,7 @@ func newLoop(t *testing.T, cfgYAML, script string, opts ...func(*setup)) *loop {
 // newLoopWith is newLoop with the upstream's handler made by wrap from the
 // mock's handler and the loop's fake clock; with a wrap, the upstream's
 // call timers run on the fake clock too.
-func newLoopWith(t *testing.T, cfgYAML, script string, wrap func(mock http.Handler, clock *clocktest.Clock) http.Handler, opts ...func(*setup)) *loop {
+func newLoopWith(t testing.TB, cfgYAML, script string, wrap func(mock http.Handler, clock *clocktest.Clock) http.Handler, opts ...func(*setup)) *loop {
 	t.Helper()
 	cfg, err := config.Parse([]byte(cfgYAML), "test.yaml")
 	if err != nil {
@@ -229,7 +229,7 @@ func (l *loop) waitTimer() {
 }
 
 // recv takes a background result.
-func recv(t *testing.T, ch <-chan *proxy.Result) *proxy.Result {
+func recv(t testing.TB, ch <-chan *proxy.Result) *proxy.Result {
 	t.Helper()
 	select {
 	case r := <-ch:

@@ -9,6 +9,7 @@ import (
 
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/topology"
+	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -25,6 +26,16 @@ type Routing struct {
 	// plainURLs are the upstream URLs of each provider's endpoints with
 	// no client query parameter (upstreamURL), built once.
 	plainURLs map[plainURL]string
+	// plainTargets are the buffered calls of each connection's endpoints
+	// with plain headers and URL (bufferedTarget), kept to be laid out
+	// once.
+	plainTargets map[plainTarget]upstream.Target
+}
+
+// plainTarget names a connection's endpoint for a client format.
+type plainTarget struct {
+	connection *topology.Connection
+	format     wire.Format
 }
 
 // plainURL names a provider's endpoint for a client format.
@@ -103,17 +114,22 @@ func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 	}
 	plain := make(map[*topology.Connection]http.Header)
 	urls := make(map[plainURL]string)
+	targets := make(map[plainTarget]upstream.Target)
 	for _, pv := range topo.Providers {
 		for _, cn := range pv.Connections {
 			plain[cn] = p.buildUpstreamHeaders(pv, cn, false, nil, nil)
 		}
 		for f := range wire.NumFormats {
 			if ex := pv.Adapter.Exchange(f); ex != nil {
-				urls[plainURL{pv, f}] = ex.URL(pv.BaseURL, nil)
+				u := ex.URL(pv.BaseURL, nil)
+				urls[plainURL{pv, f}] = u
+				for _, cn := range pv.Connections {
+					targets[plainTarget{cn, f}] = upstream.NewTarget(http.MethodPost, u, plain[cn])
+				}
 			}
 		}
 	}
-	return &Routing{Topology: topo, routes: routes, plainHeaders: plain, plainURLs: urls}
+	return &Routing{Topology: topo, routes: routes, plainHeaders: plain, plainURLs: urls, plainTargets: targets}
 }
 
 // servableOf is servable for a resolution: its candidates themselves (no

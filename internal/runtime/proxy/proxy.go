@@ -149,11 +149,11 @@ type Upstream interface {
 	// closes the response body. A call cut by one of the client's timers
 	// fails (or its body reads fail) with an *upstream.TimeoutError.
 	Do(req *http.Request, r upstream.Route, lim upstream.Limits) (*http.Response, error)
-	// DoBuffered sends a request and reads the whole answer: its first
-	// byte within firstByte, then never silent longer than the idle
-	// timeout (non-streaming calls on routes it Buffers). It only reads
-	// h, which may be shared by concurrent calls.
-	DoBuffered(method, url string, h http.Header, body wire.Splice, r upstream.Route, firstByte time.Duration) (upstream.Buffered, error)
+	// DoBuffered sends a request to t with body and reads the whole
+	// answer: its first byte within firstByte, then never silent longer
+	// than the idle timeout (non-streaming calls on routes it Buffers).
+	// It only reads t, which may be shared by concurrent calls.
+	DoBuffered(t upstream.Target, body wire.Splice, r upstream.Route, firstByte time.Duration) (upstream.Buffered, error)
 	// Buffers reports whether DoBuffered serves a route.
 	Buffers(r upstream.Route) bool
 	// Timeouts are the client's connect, first-byte and idle timeouts.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -53,74 +56,122 @@ func (b *Buffered) Get(name string) string {
 // (with or without a local address); calls through a proxy use Do.
 func (p *Pool) Buffers(r Route) bool { return r.ProxyURL == "" }
 
-// fastClient returns the route's synchronous client, creating it on first
-// use. The request is written and the answer read in the calling
-// goroutine, which spares the hand-offs between goroutines of net/http's
-// transport: on a quiet gateway each of them is a thread wake-up. Its
-// connections are phasedConns (TLS included, set up by the dialer) so that
-// the call's deadline bounds only the wait for the first byte.
-func (p *Pool) fastClient(r Route) (*fasthttp.Client, error) {
-	if c, ok := p.fastRead.Load(r); ok {
-		return c.(*fasthttp.Client), nil
+// fastHost names a synchronous host client: the route and the host and
+// scheme of the URLs it serves, as fasthttp.Client keys its own (one per
+// host as the URL spells it, https apart).
+type fastHost struct {
+	route Route
+	host  string
+	tls   bool
+}
+
+// hostClient returns the synchronous client of a route's calls to host,
+// creating it on first use: configured as fasthttp.Client configures the
+// host clients it makes, and called directly, which spares the lookup
+// under a lock that fasthttp.Client makes on every call. The request is
+// written and the answer read in the calling goroutine, which spares the
+// hand-offs between goroutines of net/http's transport: on a quiet
+// gateway each of them is a thread wake-up. Its connections are
+// phasedConns (TLS included, set up by the dialer) so that the call's
+// deadline bounds only the wait for the first byte.
+func (p *Pool) hostClient(r Route, host string, isTLS bool) (*fasthttp.HostClient, error) {
+	k := fastHost{route: r, host: host, tls: isTLS}
+	if c, ok := p.fastRead.Load(k); ok {
+		return c.(*fasthttp.HostClient), nil
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if c, ok := p.fast[r]; ok {
+	if c, ok := p.fast[k]; ok {
 		return c, nil
 	}
 	dialer, err := newDialer(p.timeouts, r)
 	if err != nil {
 		return nil, err
 	}
-	c := &fasthttp.Client{
-		MaxConnsPerHost:     4096,
-		MaxIdleConnDuration: 90 * time.Second,
-		MaxResponseBodySize: MaxBodyBytes,
-		ReadBufferSize:      MaxResponseHeaderBytes,
-		ConfigureClient: func(hc *fasthttp.HostClient) error {
-			// Errors never quote the upstream's bytes.
-			hc.SecureErrorLogMessage = true
-			hc.Dial = p.phasedDial(dialer, hc.IsTLS)
-			return nil
-		},
-		NoDefaultUserAgentHeader:      true,
-		DisableHeaderNamesNormalizing: false,
-		DisablePathNormalizing:        true,
-		MaxIdemponentCallAttempts:     1,
+	c := &fasthttp.HostClient{
+		Addr:                      fasthttp.AddMissingPort(host, isTLS),
+		IsTLS:                     isTLS,
+		MaxConns:                  4096,
+		MaxIdleConnDuration:       90 * time.Second,
+		MaxResponseBodySize:       MaxBodyBytes,
+		ReadBufferSize:            MaxResponseHeaderBytes,
+		NoDefaultUserAgentHeader:  true,
+		DisablePathNormalizing:    true,
+		MaxIdemponentCallAttempts: 1,
+		// Errors never quote the upstream's bytes.
+		SecureErrorLogMessage: true,
 	}
+	c.Dial = p.phasedDial(dialer, isTLS)
+	c.Transport = p.fastTransport
 	if p.fast == nil {
-		p.fast = make(map[Route]*fasthttp.Client)
+		p.fast = make(map[fastHost]*fasthttp.HostClient)
 	}
-	p.fast[r] = c
-	p.fastRead.Store(r, c)
+	p.fast[k] = c
+	p.fastRead.Store(k, c)
 	return c, nil
+}
+
+// dest is where a parsed URL sends a buffered call: its parse, and the
+// host and scheme that pick its host client; err is the error of a scheme
+// the client does not speak (fasthttp.Client's).
+type dest struct {
+	uri  *fasthttp.URI
+	host string
+	tls  bool
+	err  error
+}
+
+// destOf reads a request's URI as fasthttp.Client does to pick the host
+// client of a call.
+func destOf(u *fasthttp.URI) dest {
+	d := dest{uri: u, host: string(u.Host())}
+	switch string(u.Scheme()) {
+	case "https":
+		d.tls = true
+	case "http":
+	default:
+		d.err = fmt.Errorf("unsupported protocol %q. http and https are supported", u.Scheme())
+	}
+	return d
 }
 
 // maxParsedURLs bounds the parsed URLs a Pool keeps (parsedURL): a call
 // to a URL past them parses it as before.
 const maxParsedURLs = 1024
 
-// parsedURL returns url parsed as fasthttp's client parses a request's
-// URL, kept for the next calls to it (most calls go to a few URLs, a
-// connection's endpoints): a request set from it (Request.SetURI) copies
-// the parse instead of parsing again. nil for a URL that does not parse
-// (the caller sets it as is, to fail as before) or one past
-// maxParsedURLs. The URI returned is shared: it must not be modified.
-func (p *Pool) parsedURL(url string) *fasthttp.URI {
-	if u, ok := p.urls.Load(url); ok {
-		return u.(*fasthttp.URI)
+// parsedURL returns the destination of url parsed as fasthttp's client
+// parses a request's URL, kept for the next calls to it (most calls go
+// to a few URLs, a connection's endpoints): a request set from it
+// (Request.SetURI) copies the parse instead of parsing again. nil for a
+// URL that does not parse (the caller sets it as is, to fail as before)
+// or one past maxParsedURLs. The dest returned is shared: it must not be
+// modified.
+func (p *Pool) parsedURL(url string) *dest {
+	if d, ok := p.urls.Load(url); ok {
+		return d.(*dest)
 	}
 	if p.urlCount.Load() >= maxParsedURLs {
 		return nil
 	}
+	d := parseDest(url)
+	if d == nil {
+		return nil
+	}
+	if _, loaded := p.urls.LoadOrStore(url, d); !loaded {
+		p.urlCount.Add(1)
+	}
+	return d
+}
+
+// parseDest parses url as fasthttp's client parses a request's URL; nil
+// when it does not parse.
+func parseDest(url string) *dest {
 	u := new(fasthttp.URI)
 	if err := u.Parse(nil, []byte(url)); err != nil {
 		return nil
 	}
-	if _, loaded := p.urls.LoadOrStore(url, u); !loaded {
-		p.urlCount.Add(1)
-	}
-	return u
+	d := destOf(u)
+	return &d
 }
 
 // phasedDial dials a connection of the synchronous client: TCP, then TLS
@@ -285,10 +336,102 @@ func (c *phasedConn) Handshake() error {
 	return nil
 }
 
-// DoBuffered sends a request and reads the whole answer, for
-// non-streaming calls on a route that Buffers. The answer's first byte
-// must arrive within firstByte (0 = Timeouts.FirstByte); after that the
-// answer may take as long as it needs while it keeps arriving: only a
+// Target is what a buffered call sends besides its body: its method, its
+// URL and its headers (DoBuffered only reads them, so they may be shared
+// by concurrent calls). A Target literal is laid out into a request at
+// every call; one made by NewTarget is laid out once for all its calls.
+type Target struct {
+	Method, URL string
+	Header      http.Header
+
+	// laid, when set, is the Target's request laid out once (NewTarget).
+	laid *layout
+}
+
+// NewTarget returns the Target of method, url and h for any number of
+// calls, concurrent ones included: on its first call its headers are
+// checked and its URL parsed, and its calls reuse requests laid out with
+// its method, URL and headers, each call setting only its body. Its calls
+// behave as those of the same Target literal. Neither h nor the Target's
+// fields may be modified afterwards.
+func NewTarget(method, url string, h http.Header) Target {
+	return Target{Method: method, URL: url, Header: h, laid: new(layout)}
+}
+
+// layout is a Target's request laid out once (NewTarget), on its first
+// call.
+type layout struct {
+	once sync.Once
+	// dest is the URL's parse; nil for a URL that does not parse, whose
+	// calls are laid out one by one, to fail as a literal's.
+	dest *dest
+	// err is the headers' check: a Target whose headers cannot be sent
+	// fails every call with it.
+	err error
+	// reqs are requests laid out with the Target's method, URI and
+	// headers, their body reset.
+	reqs sync.Pool
+	// bound is the host client of the latest Pool and route the Target
+	// was sent on.
+	bound atomic.Pointer[boundHost]
+}
+
+// boundHost is a layout's host client on a Pool's route.
+type boundHost struct {
+	p  *Pool
+	r  Route
+	hc *fasthttp.HostClient
+}
+
+// lay lays t out, once.
+func (l *layout) lay(t *Target) { l.once.Do(func() { l.prepare(*t) }) }
+
+// prepare lays t out (lay): a copy of t is kept to lay out more requests.
+func (l *layout) prepare(t Target) {
+	if l.dest = parseDest(t.URL); l.dest == nil {
+		return
+	}
+	first := new(fasthttp.Request)
+	if l.err = t.layOut(first, l.dest.uri); l.err != nil {
+		return
+	}
+	u := l.dest.uri
+	l.reqs.New = func() any {
+		req := new(fasthttp.Request)
+		_ = t.layOut(req, u) // checked with the first
+		return req
+	}
+	l.reqs.Put(first)
+}
+
+// layOut sets the method, headers and URI of req: the request of a call
+// but its body. A header that cannot be sent (CheckHeaders) fails it.
+// u, when set, is the URL's parse.
+func (t *Target) layOut(req *fasthttp.Request, u *fasthttp.URI) error {
+	for k, vs := range t.Header {
+		if !wire.ValidHeaderName(k) {
+			return invalidHeaderName(k)
+		}
+		for _, v := range vs {
+			if !wire.ValidHeaderValue(v) {
+				return invalidHeaderValue(k)
+			}
+			req.Header.Add(k, v)
+		}
+	}
+	if u != nil {
+		req.SetURI(u)
+	} else {
+		req.SetRequestURI(t.URL)
+	}
+	req.Header.SetMethod(t.Method)
+	return nil
+}
+
+// DoBuffered sends a request to t with body and reads the whole answer,
+// for non-streaming calls on a route that Buffers. The answer's first
+// byte must arrive within firstByte (0 = Timeouts.FirstByte); after that
+// the answer may take as long as it needs while it keeps arriving: only a
 // silence longer than Timeouts.Idle between two reads cuts it. A call cut
 // by either timer fails with a *TimeoutError (TimerFirstByte or
 // TimerIdle). DoBuffered has no whole-call deadline: a caller that needs
@@ -298,48 +441,121 @@ func (c *phasedConn) Handshake() error {
 // the answer, its body cut to MaxRedirectBody), a gzip or deflate body is
 // decoded (bounded by MaxBodyBytes, Content-Encoding and Content-Length
 // removed), and oversized, malformed or undecodable answers fail with a
-// *ProtocolError. A call that cannot be sent fails with a *LocalError.
+// *ProtocolError. A call that cannot be sent fails with a *LocalError,
+// checked in this order: a route that cannot be built, a header that
+// cannot be sent (CheckHeaders); then a scheme other than http and https
+// fails the call.
 //
 // The body is written from its pieces, without a copy of the client's
 // bytes (setBody); it must stay valid until DoBuffered returns. The answer
 // is returned by value: a caller that keeps it on its stack allocates
 // only its body and headers.
-func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r Route, firstByte time.Duration) (Buffered, error) {
-	c, err := p.fastClient(r)
-	if err != nil {
-		return Buffered{}, &LocalError{Err: err}
+func (p *Pool) DoBuffered(t Target, body wire.Splice, r Route, firstByte time.Duration) (Buffered, error) {
+	if firstByte <= 0 {
+		firstByte = p.timeouts.FirstByte
 	}
+	l := t.laid
+	if l == nil {
+		return p.doUnlaid(&t, body, r, firstByte)
+	}
+	l.lay(&t)
+	if l.dest == nil {
+		return p.doUnlaid(&t, body, r, firstByte)
+	}
+	b := l.bound.Load()
+	if b == nil || b.p != p || b.r != r {
+		hc, err := p.routeHost(r, l.dest)
+		if err != nil {
+			return Buffered{}, err
+		}
+		if l.err != nil {
+			return Buffered{}, l.err
+		}
+		if l.dest.err != nil {
+			return Buffered{}, fastError(l.dest.err, firstByte)
+		}
+		b = &boundHost{p: p, r: r, hc: hc}
+		l.bound.Store(b)
+	}
+	req := l.reqs.Get().(*fasthttp.Request)
+	resp := fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseResponse(resp)
+	setBody(req, body)
+	err := b.hc.DoTimeout(req, resp, firstByte)
+	// The request goes back laid out as it came: its method, URI and
+	// headers are what every call sends (writing it sets its Host,
+	// request URI and Content-Length again, from its URI and body).
+	req.ResetBody()
+	l.reqs.Put(req)
+	if err != nil {
+		return Buffered{}, fastError(err, firstByte)
+	}
+	return p.readBuffered(resp)
+}
+
+// routeHost returns the host client of a call to d on route r; nil, once
+// the route is checked, for a scheme the client does not speak. A route
+// that cannot be built fails with a *LocalError.
+func (p *Pool) routeHost(r Route, d *dest) (*fasthttp.HostClient, error) {
+	var hc *fasthttp.HostClient
+	var err error
+	if d.err == nil {
+		hc, err = p.hostClient(r, d.host, d.tls)
+	} else {
+		_, err = newDialer(p.timeouts, r)
+	}
+	if err != nil {
+		return nil, &LocalError{Err: err}
+	}
+	return hc, nil
+}
+
+// doUnlaid is DoBuffered for a Target literal, or a kept one whose URL
+// does not parse: its request is laid out for this call, its headers
+// checked as they are copied.
+func (p *Pool) doUnlaid(t *Target, body wire.Splice, r Route, firstByte time.Duration) (Buffered, error) {
 	req := fasthttp.AcquireRequest()
 	resp := fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
-	// The headers are checked (CheckHeaders) as they are copied: one with
-	// a name or value that cannot be sent fails the call before anything
-	// is sent.
-	for k, vs := range h {
-		if !wire.ValidHeaderName(k) {
-			return Buffered{}, invalidHeaderName(k)
-		}
-		for _, v := range vs {
-			if !wire.ValidHeaderValue(v) {
-				return Buffered{}, invalidHeaderValue(k)
+	d := p.parsedURL(t.URL)
+	var hc *fasthttp.HostClient
+	var u *fasthttp.URI
+	var err error
+	if d != nil {
+		u = d.uri
+		hc, err = p.routeHost(r, d)
+	} else if _, derr := newDialer(p.timeouts, r); derr != nil {
+		err = &LocalError{Err: derr}
+	}
+	if err != nil {
+		return Buffered{}, err
+	}
+	if err := t.layOut(req, u); err != nil {
+		return Buffered{}, err
+	}
+	if d == nil {
+		// A URL that does not parse: its host client picked as
+		// fasthttp.Client picks it, from the request's URI.
+		nd := destOf(req.URI())
+		if d = &nd; nd.err == nil {
+			if hc, err = p.routeHost(r, d); err != nil {
+				return Buffered{}, err
 			}
-			req.Header.Add(k, v)
 		}
 	}
-	if u := p.parsedURL(url); u != nil {
-		req.SetURI(u)
-	} else {
-		req.SetRequestURI(url)
+	if d.err != nil {
+		return Buffered{}, fastError(d.err, firstByte)
 	}
-	req.Header.SetMethod(method)
 	setBody(req, body)
-	if firstByte <= 0 {
-		firstByte = p.timeouts.FirstByte
-	}
-	if err := c.DoDeadline(req, resp, time.Now().Add(firstByte)); err != nil {
+	if err := hc.DoTimeout(req, resp, firstByte); err != nil {
 		return Buffered{}, fastError(err, firstByte)
 	}
+	return p.readBuffered(resp)
+}
+
+// readBuffered copies a whole answer out of resp.
+func (p *Pool) readBuffered(resp *fasthttp.Response) (Buffered, error) {
 	out := Buffered{Status: resp.StatusCode(), Fields: fieldsOf(&resp.Header)}
 	rb := resp.Body()
 	if out.Status >= 300 && out.Status <= 399 && len(rb) > MaxRedirectBody {
@@ -353,6 +569,7 @@ func (p *Pool) DoBuffered(method, url string, h http.Header, body wire.Splice, r
 		out.Body = append([]byte(nil), rb...)
 		return out, nil
 	}
+	var err error
 	if out.Body, err = decodeAll(coding, rb, p.maxBody); err != nil {
 		return Buffered{}, err
 	}

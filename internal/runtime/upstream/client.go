@@ -80,13 +80,16 @@ type Pool struct {
 	timeouts Timeouts
 	maxBody  int         // MaxBodyBytes; lowered in tests
 	tls      *tls.Config // nil = the system's roots; tests trust their own
+	// fastTransport is the round trip of the buffered calls' host
+	// clients: nil, fasthttp's over their connections; benchmarks replace it.
+	fastTransport fasthttp.RoundTripper
 
 	mu      sync.Mutex
 	clients map[Route]*http.Client
-	fast    map[Route]*fasthttp.Client
-	// fastRead holds fast's clients for lookups without the lock; urls
-	// the parsed URLs of buffered calls (parsedURL), urlCount their
-	// number.
+	// fast holds the synchronous host clients of buffered calls
+	// (hostClient), fastRead the same for lookups without the lock; urls
+	// the parsed URLs of buffered calls (destOf), urlCount their number.
+	fast     map[fastHost]*fasthttp.HostClient
 	fastRead sync.Map
 	urls     sync.Map
 	urlCount atomic.Int32

@@ -88,15 +88,22 @@ func TestDoBufferedReadsTheWholeAnswerFromTheBoundAddress(t *testing.T) {
 	}
 	h := http.Header{}
 	h.Set("Authorization", "Bearer k")
-	b, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", h, wire.Owned([]byte(`{}`)), Route{LocalAddress: "127.0.0.4"}, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if host, _, _ := net.SplitHostPort(remote); host != "127.0.0.4" || auth != "Bearer k" {
-		t.Fatalf("upstream saw %s with %q", remote, auth)
-	}
-	if b.Status != 429 || string(b.Body) != `{"error":"slow down"}` || b.Get("X-Ratelimit-Remaining-Requests") != "7" {
-		t.Fatalf("answer %d %q %v", b.Status, b.Body, b.Fields)
+	url := srv.URL + "/v1/chat/completions"
+	// A kept Target sent on one route, then another, then the first again
+	// goes out from each route's address.
+	for _, path := range paths[2:] {
+		for _, local := range []string{"127.0.0.4", "127.0.0.5", "127.0.0.4"} {
+			b, err := p.DoBuffered(bufferedTarget(path, url, h), wire.Owned([]byte(`{}`)), Route{LocalAddress: local}, 5*time.Second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if host, _, _ := net.SplitHostPort(remote); host != local || auth != "Bearer k" {
+				t.Fatalf("%s: upstream saw %s with %q, want %s", path, remote, auth, local)
+			}
+			if b.Status != 429 || string(b.Body) != `{"error":"slow down"}` || b.Get("X-Ratelimit-Remaining-Requests") != "7" {
+				t.Fatalf("%s: answer %d %q %v", path, b.Status, b.Body, b.Fields)
+			}
+		}
 	}
 }
 
@@ -130,7 +137,8 @@ func TestFieldsOf(t *testing.T) {
 // TestDoBufferedWritesASplicedBody: a client body with its model replaced
 // reaches the upstream byte for byte with its Content-Length, whether it
 // is copied into the request (small) or written from its pieces (large),
-// and the client's body is left as it was.
+// and the client's body is left as it was; a kept Target's request,
+// reused, carries each call's body whatever the one before it.
 func TestDoBufferedWritesASplicedBody(t *testing.T) {
 	var got []byte
 	var length int64
@@ -142,23 +150,26 @@ func TestDoBufferedWritesASplicedBody(t *testing.T) {
 	defer srv.Close()
 	p := NewPool(Timeouts{})
 	defer p.Close()
-	for _, size := range []int{100, copiedBody, copiedBody + 1, 3 << 20} {
-		body := []byte(`{"model":"prov/m","messages":[{"role":"user","content":"` + strings.Repeat("x", size) + `"}]}`)
-		orig := string(body)
-		r, err := wire.Parse(body)
-		if err != nil {
-			t.Fatal(err)
-		}
-		want := r.RewriteModel(body, "upstream-model")
-		b, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", nil, r.SpliceModel(body, "upstream-model"), Route{}, 5*time.Second)
-		if err != nil || b.Status != 200 {
-			t.Fatalf("size %d: %v %+v", size, err, b)
-		}
-		if !bytes.Equal(got, want) || length != int64(len(want)) {
-			t.Fatalf("size %d: upstream read %d bytes (Content-Length %d), want %d", size, len(got), length, len(want))
-		}
-		if string(body) != orig {
-			t.Fatalf("size %d: the client's body changed", size)
+	for _, path := range paths[2:] {
+		tg := bufferedTarget(path, srv.URL+"/v1/chat/completions", nil)
+		for _, size := range []int{100, copiedBody, copiedBody + 1, 3 << 20, 100} {
+			body := []byte(`{"model":"prov/m","messages":[{"role":"user","content":"` + strings.Repeat("x", size) + `"}]}`)
+			orig := string(body)
+			r, err := wire.Parse(body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := r.RewriteModel(body, "upstream-model")
+			b, err := p.DoBuffered(tg, r.SpliceModel(body, "upstream-model"), Route{}, 5*time.Second)
+			if err != nil || b.Status != 200 {
+				t.Fatalf("%s, size %d: %v %+v", path, size, err, b)
+			}
+			if !bytes.Equal(got, want) || length != int64(len(want)) {
+				t.Fatalf("%s, size %d: upstream read %d bytes (Content-Length %d), want %d", path, size, len(got), length, len(want))
+			}
+			if string(body) != orig {
+				t.Fatalf("%s, size %d: the client's body changed", path, size)
+			}
 		}
 	}
 }
@@ -187,10 +198,14 @@ func TestDoBufferedRefusesHeadersItCannotSend(t *testing.T) {
 	defer srv.Close()
 	p := NewPool(Timeouts{})
 	defer p.Close()
-	for _, h := range []http.Header{{"Bad Name": {"v"}}, {"X-Ok": {"a\r\nInjected: 1"}}} {
-		_, err := p.DoBuffered(http.MethodPost, srv.URL+"/v1/chat/completions", h, wire.Owned([]byte(`{}`)), Route{}, 5*time.Second)
-		if !IsLocal(err) || err.Error() != CheckHeaders(h).Error() {
-			t.Fatalf("headers %q: err %v, want CheckHeaders' %v", h, err, CheckHeaders(h))
+	for _, path := range paths[2:] {
+		for _, h := range []http.Header{{"Bad Name": {"v"}}, {"X-Ok": {"a\r\nInjected: 1"}}} {
+			for range 2 {
+				_, err := p.DoBuffered(bufferedTarget(path, srv.URL+"/v1/chat/completions", h), wire.Owned([]byte(`{}`)), Route{}, 5*time.Second)
+				if !IsLocal(err) || err.Error() != CheckHeaders(h).Error() {
+					t.Fatalf("%s, headers %q: err %v, want CheckHeaders' %v", path, h, err, CheckHeaders(h))
+				}
+			}
 		}
 	}
 	if n := calls.Load(); n != 0 {
@@ -213,7 +228,7 @@ func TestDoBufferedReusesTheParsedURL(t *testing.T) {
 	defer p.Close()
 	host := strings.TrimPrefix(srv.URL, "http://")
 	for _, path := range []string{"/v1/chat/completions", "/v1/chat/completions", "/v1/messages?beta=true", "/v1/messages?beta=true"} {
-		if _, err := p.DoBuffered(http.MethodPost, srv.URL+path, nil, wire.Owned([]byte(`{}`)), Route{}, 5*time.Second); err != nil {
+		if _, err := p.DoBuffered(Target{Method: http.MethodPost, URL: srv.URL + path}, wire.Owned([]byte(`{}`)), Route{}, 5*time.Second); err != nil {
 			t.Fatal(err)
 		}
 		if g := got.Load(); g != host+" "+path {

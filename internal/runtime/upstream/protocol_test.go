@@ -20,7 +20,8 @@ import (
 )
 
 // both runs a POST through each client path of the pool (Do on a direct
-// route, Do through a forward proxy, DoBuffered) and hands back status,
+// route, Do through a forward proxy, DoBuffered to a Target literal and to
+// a kept one) and hands back status,
 // headers, body and error.
 func both(t *testing.T, url string, h http.Header, body string, f func(t *testing.T, status int, hdr http.Header, body []byte, err error)) {
 	t.Helper()
@@ -43,14 +44,16 @@ func both(t *testing.T, url string, h http.Header, body string, f func(t *testin
 			f(t, resp.StatusCode, resp.Header, b, err)
 		})
 	}
-	t.Run("DoBuffered", func(t *testing.T) {
-		b, err := p.DoBuffered(http.MethodPost, url, h, wire.Owned([]byte(body)), Route{}, 10*time.Second)
-		if err != nil {
-			f(t, 0, nil, nil, err)
-			return
-		}
-		f(t, b.Status, b.Header(), b.Body, nil)
-	})
+	for _, path := range paths[2:] {
+		t.Run(path, func(t *testing.T) {
+			b, err := p.DoBuffered(bufferedTarget(path, url, h), wire.Owned([]byte(body)), Route{}, 10*time.Second)
+			if err != nil {
+				f(t, 0, nil, nil, err)
+				return
+			}
+			f(t, b.Status, b.Header(), b.Body, nil)
+		})
+	}
 }
 
 // TestRedirectsAreNeverFollowed replays issue 19 item 3: the streaming

@@ -55,11 +55,11 @@ func slowAnswer(headersAfter time.Duration, n int, every time.Duration) http.Han
 
 // call runs one call through a client path of p: "Do" (a direct route,
 // reading the whole body), "Do via proxy" (the same through a forward
-// proxy, net/http's client) or "DoBuffered".
+// proxy, net/http's client), "DoBuffered" or "DoBuffered kept".
 func call(t *testing.T, p *Pool, path, url string, lim Limits) (string, error) {
 	t.Helper()
-	if path == "DoBuffered" {
-		b, err := p.DoBuffered(http.MethodPost, url, nil, wire.Owned([]byte(`{}`)), Route{}, lim.FirstByte)
+	if strings.HasPrefix(path, "DoBuffered") {
+		b, err := p.DoBuffered(bufferedTarget(path, url, nil), wire.Owned([]byte(`{}`)), Route{}, lim.FirstByte)
 		if err != nil {
 			return "", err
 		}
@@ -76,8 +76,18 @@ func call(t *testing.T, p *Pool, path, url string, lim Limits) (string, error) {
 }
 
 // paths are the client paths call runs: Do on a direct route, Do through
-// a proxy, DoBuffered.
-var paths = []string{"Do", "Do via proxy", "DoBuffered"}
+// a proxy, DoBuffered to a Target literal and to a Target kept
+// (NewTarget).
+var paths = []string{"Do", "Do via proxy", "DoBuffered", "DoBuffered kept"}
+
+// bufferedTarget is the Target of a POST to url with h for the client
+// path "DoBuffered" (a literal) or "DoBuffered kept" (NewTarget).
+func bufferedTarget(path, url string, h http.Header) Target {
+	if path == "DoBuffered kept" {
+		return NewTarget(http.MethodPost, url, h)
+	}
+	return Target{Method: http.MethodPost, URL: url, Header: h}
+}
 
 // wantTimeout checks that err is the client's TimeoutError of timer.
 func wantTimeout(t *testing.T, err error, timer Timer) {
@@ -180,7 +190,7 @@ func TestSynchronousClientOverTLS(t *testing.T) {
 	defer p.Close()
 	q := NewPool(Timeouts{Connect: time.Second})
 	defer q.Close()
-	for _, path := range []string{"Do", "DoBuffered"} {
+	for _, path := range []string{"Do", "DoBuffered", "DoBuffered kept"} {
 		t.Run(path, func(t *testing.T) {
 			for range 2 { // a fresh connection, then a pooled one
 				body, err := call(t, p, path, srv.URL, Limits{})

@@ -140,18 +140,18 @@ func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) 
 // timeout), then never a silence longer than the idle timeout between two
 // writes. A handler cut by a timer is cancelled and the call fails with
 // an *upstream.TimeoutError.
-func (u *Upstream) DoBuffered(method, url string, h http.Header, b wire.Splice, _ upstream.Route, firstByte time.Duration) (upstream.Buffered, error) {
-	if err := upstream.CheckHeaders(h); err != nil {
+func (u *Upstream) DoBuffered(t upstream.Target, b wire.Splice, _ upstream.Route, firstByte time.Duration) (upstream.Buffered, error) {
+	if err := upstream.CheckHeaders(t.Header); err != nil {
 		return upstream.Buffered{}, err
 	}
 	u.calls.Add(1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, url, bytes.NewReader(b.AppendTo(nil)))
+	req, err := http.NewRequestWithContext(ctx, t.Method, t.URL, bytes.NewReader(b.AppendTo(nil)))
 	if err != nil {
 		return upstream.Buffered{}, fmt.Errorf("upstreamtest: %w", err)
 	}
-	req.Header = h.Clone()
+	req.Header = t.Header.Clone()
 	tm := u.startTimers(upstream.Limits{FirstByte: firstByte})
 	defer tm.stop()
 	rec := &recorder{header: http.Header{}, tm: tm}

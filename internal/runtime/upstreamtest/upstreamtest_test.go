@@ -101,12 +101,12 @@ func TestDoFaults(t *testing.T) {
 func TestDoBuffered(t *testing.T) {
 	u := newMock(t, `rules: [{model: slow, responses: [{latency_ms: 2000}]}, {model: err, responses: [{status: 429, headers: {Retry-After: "3"}}]}]`)
 	h := http.Header{"Authorization": {"Bearer sk-x"}}
-	b, err := u.DoBuffered(http.MethodPost, "http://upstream.test/v1/chat/completions", h,
+	b, err := u.DoBuffered(upstream.Target{Method: http.MethodPost, URL: "http://upstream.test/v1/chat/completions", Header: h},
 		wire.Owned([]byte(`{"model":"err","messages":[{"role":"user","content":"hi"}]}`)), upstream.Route{}, 5*time.Second)
 	if err != nil || b.Status != 429 || b.Get("Retry-After") != "3" || !strings.Contains(string(b.Body), "rate_limit") {
 		t.Fatalf("%v %+v", err, b)
 	}
-	_, err = u.DoBuffered(http.MethodPost, "http://upstream.test/v1/chat/completions", h,
+	_, err = u.DoBuffered(upstream.Target{Method: http.MethodPost, URL: "http://upstream.test/v1/chat/completions", Header: h},
 		wire.Owned([]byte(`{"model":"slow","messages":[{"role":"user","content":"hi"}]}`)), upstream.Route{}, 50*time.Millisecond)
 	if te, ok := upstream.AsTimeout(err); !ok || te.Timer != upstream.TimerFirstByte {
 		t.Fatalf("slow call: %v", err)
@@ -186,7 +186,7 @@ func TestTimersOnTheInjectedClock(t *testing.T) {
 					defer close(done)
 					if path == "DoBuffered" {
 						var b upstream.Buffered
-						if b, err = u.DoBuffered(http.MethodPost, "http://upstream.test/v1/chat/completions", nil, wire.Owned([]byte(`{}`)), upstream.Route{}, 0); err == nil {
+						if b, err = u.DoBuffered(upstream.Target{Method: http.MethodPost, URL: "http://upstream.test/v1/chat/completions"}, wire.Owned([]byte(`{}`)), upstream.Route{}, 0); err == nil {
 							body = string(b.Body)
 						}
 						return
