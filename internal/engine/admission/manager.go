@@ -391,28 +391,49 @@ func (m *Manager) Acquire(ctx context.Context, provider, connection, model strin
 // wrapped ctx.Err() when ctx ends first, or a wrapped ErrUnknownConnection.
 // None of them is upstream health.
 func (m *Manager) AcquireFor(ctx context.Context, provider, connection, model, client string) (*Ticket, error) {
+	t := new(Ticket)
+	if err := m.AcquireInto(ctx, t, provider, connection, model, client); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// AcquireInto is AcquireFor with the caller's Ticket: on success t holds
+// the admission (whatever it held before is overwritten: t must not hold
+// an admission not yet released, nor be released again by an earlier
+// holder); on error t holds nothing. A caller that admits one request
+// after another into a Ticket it keeps allocates none.
+func (m *Manager) AcquireInto(ctx context.Context, t *Ticket, provider, connection, model, client string) error {
+	*t = Ticket{}
+	t.released.Store(true) // holds nothing until admitted
 	c := m.lookup(provider, connection)
 	if c == nil {
-		return nil, fmt.Errorf("admission of %s/%s: %w", provider, connection, ErrUnknownConnection)
+		return fmt.Errorf("admission of %s/%s: %w", provider, connection, ErrUnknownConnection)
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, m.reject(c, err)
+		return m.reject(c, err)
 	}
 	cfg := c.cfg.Load()
-	start := m.clock.Now()
-	deadline := start.Add(cfg.budgets.MaxWait)
-	t := &Ticket{m: m, c: c, execMaxWait: cfg.budgets.ExecutionMaxWait}
+	need := cfg.gates
+	if model != "" {
+		need[levelModel] = cfg.models[model]
+	}
+	// A connection with no limiter, gate or quota share admits at once:
+	// the clock is read only for a wait.
+	var start, deadline time.Time
+	if cfg.protected || !need.empty() || cfg.qs {
+		start = m.clock.Now()
+		deadline = start.Add(cfg.budgets.MaxWait)
+	}
+	*t = Ticket{m: m, c: c, execMaxWait: cfg.budgets.ExecutionMaxWait}
 	waited := false
 	if cfg.protected {
 		held, w, err := m.enterLimiter(ctx, c, cfg, start, deadline)
 		if err != nil {
-			return nil, m.reject(c, err)
+			t.released.Store(true)
+			return m.reject(c, err)
 		}
 		t.limiter, waited = held, w
-	}
-	need := cfg.gates
-	if model != "" {
-		need[levelModel] = cfg.models[model]
 	}
 	if !need.empty() {
 		now := start
@@ -422,13 +443,14 @@ func (m *Manager) AcquireFor(ctx context.Context, provider, connection, model, c
 		held, w, err := m.gates.acquire(ctx, m.clock, now, deadline, need, cfg.semLimit, c)
 		if err != nil {
 			t.leaveLimiter()
+			t.released.Store(true)
 			switch err {
 			case errGateFull:
-				return nil, m.reject(c, semaphoreQueueFullError(c, cfg.semLimit))
+				return m.reject(c, semaphoreQueueFullError(c, cfg.semLimit))
 			case errGateTimeout:
-				return nil, m.reject(c, semaphoreTimeoutError(c, cfg.budgets.MaxWait))
+				return m.reject(c, semaphoreTimeoutError(c, cfg.budgets.MaxWait))
 			}
-			return nil, m.reject(c, err)
+			return m.reject(c, err)
 		}
 		t.gates, waited = held, waited || w
 	}
@@ -436,7 +458,8 @@ func (m *Manager) AcquireFor(ctx context.Context, provider, connection, model, c
 		if err := m.enterQuotaShare(ctx, t, cfg, start, deadline, waited, client); err != nil {
 			t.leaveGates()
 			t.leaveLimiter()
-			return nil, m.reject(c, err)
+			t.released.Store(true)
+			return m.reject(c, err)
 		}
 	}
 	c.inflight.Add(1)
@@ -448,7 +471,7 @@ func (m *Manager) AcquireFor(ctx context.Context, provider, connection, model, c
 	if o := m.obs.Load(); o != nil && o.OnStarted != nil {
 		o.OnStarted(provider, connection, t.queueWait)
 	}
-	return t, nil
+	return nil
 }
 
 // enterQuotaShare takes a slot of the connection's quota-share semaphore

@@ -227,8 +227,12 @@ func (g *Gateway) Close(ctx context.Context) error {
 
 // timerClock makes the request loop's clock: the engine's clock for the
 // time and, unless it makes timers itself (a test clock), the system's
-// timers for the waits.
+// timers for the waits. The engine's system clock is the system clock
+// (the loop then knows its readings are the wall clock's).
 func timerClock(c engine.Clock) admission.Clock {
+	if _, ok := c.(engine.SystemClock); ok {
+		return admission.SystemClock()
+	}
 	if tc, ok := c.(admission.Clock); ok {
 		return tc
 	}

@@ -50,7 +50,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		x.bodyErr = wire.InvalidRequestFor(err, "body")
 		return nil
 	}
-	ticket, err := p.adm.AcquireFor(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model, x.req.Key.ID)
+	ticket, err := p.admit(ctx, x, cd)
 	if err != nil {
 		p.admissionRefused(x, cd, err)
 		return nil
@@ -146,6 +146,20 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		return nil
 	}
 	return p.answerBuffered(ctx, x, cd, ex, resp.StatusCode, answerHeader{h: resp.Header}, rb)
+}
+
+// admit admits an attempt to cd. A non-streaming attempt is admitted into
+// the request's own ticket (x.ticket), which it releases before it ends
+// whatever its path; a stream's ticket outlives its attempt (the relay
+// releases it), so it gets one of its own.
+func (p *Proxy) admit(ctx context.Context, x *state, cd topology.Candidate) (*admission.Ticket, error) {
+	if x.stream {
+		return p.adm.AcquireFor(ctx, cd.Provider.ID, cd.Connection.ID, cd.Model, x.req.Key.ID)
+	}
+	if err := p.adm.AcquireInto(ctx, &x.ticket, cd.Provider.ID, cd.Connection.ID, cd.Model, x.req.Key.ID); err != nil {
+		return nil, err
+	}
+	return &x.ticket, nil
 }
 
 // bufferedAttempt makes a non-streaming call on the synchronous client

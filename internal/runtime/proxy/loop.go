@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/breakwater-dev/breakwater/internal/engine"
+	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 	"github.com/breakwater-dev/breakwater/internal/engine/strategy"
 	"github.com/breakwater-dev/breakwater/internal/runtime/leaseapi"
 	"github.com/breakwater-dev/breakwater/internal/runtime/provider"
@@ -480,6 +481,9 @@ type state struct {
 	// header holds the response headers decided before the answer
 	// (auto-strategy factors, context relay).
 	header []wire.Header
+	// ticket is the admission of the running non-streaming attempt
+	// (admit), released before the attempt ends.
+	ticket admission.Ticket
 	// res and hdr hold the request's one Result and its first headers, so
 	// that answering allocates nothing more.
 	res Result

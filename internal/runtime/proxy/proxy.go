@@ -102,17 +102,20 @@ type Proxy struct {
 	// reuse: a state is a few kilobytes, allocated per request otherwise.
 	states sync.Pool
 
-	cfg     *config.Config
-	eng     *engine.Engine
-	store   engine.Store
-	log     hclog.Logger
-	access  *accesslog.Writer
-	clock   admission.Clock
-	metrics *metrics.Metrics
-	up      Upstream
-	ownUp   bool
-	ua      string
-	red     *redact.Redactor
+	cfg    *config.Config
+	eng    *engine.Engine
+	store  engine.Store
+	log    hclog.Logger
+	access *accesslog.Writer
+	clock  admission.Clock
+	// wallClock: clock is the wall clock, so that one reading of it is
+	// also the wall-clock time (attemptStarted).
+	wallClock bool
+	metrics   *metrics.Metrics
+	up        Upstream
+	ownUp     bool
+	ua        string
+	red       *redact.Redactor
 
 	classify func(context.Context, engine.ErrorInput) engine.Outcome
 	route    strategy.RouteFunc
@@ -182,6 +185,7 @@ func New(o Options) (*Proxy, error) {
 		cfg: o.Config, eng: o.Engine, store: o.Store, log: o.Logger, access: o.Access,
 		clock: o.Clock, metrics: o.Metrics, up: o.Upstream, ua: o.UserAgent, red: o.Redactor,
 		classify: o.Classify, route: o.Route, observe: o.RequestObserver,
+		wallClock: o.Clock == admission.SystemClock(),
 	}
 	if p.classify == nil {
 		eng := o.Engine

@@ -22,7 +22,11 @@ import (
 func (p *Proxy) attemptStarted(x *state) {
 	x.attempts++
 	x.tryAt = p.clock.Now()
-	x.tryStart = time.Now()
+	if p.wallClock {
+		x.tryStart = x.tryAt
+	} else {
+		x.tryStart = time.Now()
+	}
 }
 
 // recordFailure classifies a failed attempt once — the policy pipeline
