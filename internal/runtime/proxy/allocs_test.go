@@ -16,10 +16,10 @@ import (
 // answered on its first attempt (TestBufferedPathAllocations), with the
 // upstream headers and URL shared per connection, the answer's headers
 // read where they lie, the answer and the attempt's timers on the stack
-// and the request state reused: what is left is the admission ticket, the
-// quoted upstream model spliced into the body, the answer's body and its
-// headers (one string, one list).
-const maxBufferedAllocs = 5
+// and the request state, its admission ticket included, reused: what is
+// left is the quoted upstream model spliced into the body, the answer's
+// body with its headers' bytes, and the list of its headers.
+const maxBufferedAllocs = 3
 
 // bufferedAnswer is the upstream's answer of the buffered path's test and
 // benchmark.

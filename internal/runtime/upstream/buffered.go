@@ -11,10 +11,10 @@ import (
 	"net/textproto"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/valyala/fasthttp"
 
@@ -554,19 +554,34 @@ func (p *Pool) doUnlaid(t *Target, body wire.Splice, r Route, firstByte time.Dur
 	return p.readBuffered(resp)
 }
 
-// readBuffered copies a whole answer out of resp.
+// readBuffered copies a whole answer out of resp: its headers (fieldsIn)
+// and its body in one allocation, the headers first. The body is the
+// allocation's tail, capped, so that writing it or appending to it never
+// touches the headers.
 func (p *Pool) readBuffered(resp *fasthttp.Response) (Buffered, error) {
-	out := Buffered{Status: resp.StatusCode(), Fields: fieldsOf(&resp.Header)}
+	var first [24]rawField
+	kv := rawFields(&resp.Header, first[:0])
+	out := Buffered{Status: resp.StatusCode()}
 	rb := resp.Body()
 	if out.Status >= 300 && out.Status <= 399 && len(rb) > MaxRedirectBody {
 		rb = rb[:MaxRedirectBody]
 	}
-	coding, ok := contentCoding(out.Get("Content-Encoding"))
+	coding, ok := contentCoding(firstValue(kv, "Content-Encoding"))
 	if !ok {
 		return Buffered{}, protocolErr(ErrContentEncoding, coding)
 	}
+	keep := 0
 	if coding == "" {
-		out.Body = append([]byte(nil), rb...)
+		keep = len(rb)
+	}
+	size := fieldBytes(kv)
+	buf := make([]byte, size+keep)
+	out.Fields = fieldsIn(kv, buf[:size])
+	if coding == "" {
+		if keep > 0 {
+			out.Body = buf[size:len(buf):len(buf)]
+			copy(out.Body, rb)
+		}
 		return out, nil
 	}
 	var err error
@@ -580,27 +595,82 @@ func (p *Pool) readBuffered(resp *fasthttp.Response) (Buffered, error) {
 }
 
 // fieldsOf copies an answer's headers in two allocations whatever their
-// number: one string holding every name and value, and the list. It
-// visits the headers once (the bytes it notes stay valid while the
-// response is held). Names are put in canonical form (fasthttp has done
-// so already, so CanonicalMIMEHeaderKey returns them as they are).
+// number: one string holding every name and value, and the list
+// (fieldsIn).
 func fieldsOf(rh *fasthttp.ResponseHeader) []wire.Header {
 	var first [24]rawField
-	kv := first[:0]
+	kv := rawFields(rh, first[:0])
+	return fieldsIn(kv, make([]byte, fieldBytes(kv)))
+}
+
+// rawFields appends an answer's headers to kv as the response holds them,
+// visiting them once (the bytes stay valid while the response is held).
+func rawFields(rh *fasthttp.ResponseHeader, kv []rawField) []rawField {
 	rh.VisitAll(func(k, v []byte) { kv = append(kv, rawField{k, v}) })
+	return kv
+}
+
+// fieldBytes is the size of the names and values of kv.
+func fieldBytes(kv []rawField) int {
 	size := 0
 	for _, f := range kv {
 		size += len(f.k) + len(f.v)
 	}
-	var buf strings.Builder
-	buf.Grow(size)
+	return size
+}
+
+// firstValue returns the value of the first header of kv whose name in
+// canonical form is name, "" when there is none (Buffered.Get of the
+// fields of kv). name must be canonical and made of letters and '-': a
+// raw name is then canonically name exactly when it is name in ASCII
+// letters of any case.
+func firstValue(kv []rawField, name string) string {
 	for _, f := range kv {
-		buf.Write(f.k)
-		buf.Write(f.v)
+		if asciiFold(f.k, name) {
+			return string(f.v)
+		}
 	}
-	all := buf.String()
-	out := make([]wire.Header, len(kv))
+	return ""
+}
+
+// asciiFold reports whether b is s with ASCII letters of any case.
+func asciiFold(b []byte, s string) bool {
+	if len(b) != len(s) {
+		return false
+	}
+	for i := range len(b) {
+		c, d := b[i], s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if 'A' <= d && d <= 'Z' {
+			d += 'a' - 'A'
+		}
+		if c != d {
+			return false
+		}
+	}
+	return true
+}
+
+// fieldsIn copies the headers kv into buf, which holds fieldBytes(kv)
+// bytes and is never written again, and lists them over it: names in
+// canonical form (fasthttp has put them so already, so
+// CanonicalMIMEHeaderKey returns them as they are), values in order. The
+// list is the only other allocation.
+func fieldsIn(kv []rawField, buf []byte) []wire.Header {
 	at := 0
+	for _, f := range kv {
+		at += copy(buf[at:], f.k)
+		at += copy(buf[at:], f.v)
+	}
+	all := ""
+	if len(buf) > 0 {
+		// buf is written above and never after: the string is immutable.
+		all = unsafe.String(unsafe.SliceData(buf), len(buf))
+	}
+	out := make([]wire.Header, len(kv))
+	at = 0
 	for i, f := range kv {
 		out[i] = wire.Header{Name: textproto.CanonicalMIMEHeaderKey(all[at : at+len(f.k)]), Value: all[at+len(f.k) : at+len(f.k)+len(f.v)]}
 		at += len(f.k) + len(f.v)

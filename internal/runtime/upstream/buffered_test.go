@@ -119,3 +119,36 @@ func TestKeptTargetFailsAsALiteral(t *testing.T) {
 		})
 	}
 }
+
+// A buffered answer's body and its headers share one allocation: the
+// body may be written and appended to without changing a header, and
+// a body that is empty is nil, as a copy of it was.
+func TestBufferedBodyLeavesTheHeadersAlone(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Id", "req_1")
+		if r.URL.Path == "/empty" {
+			w.WriteHeader(204)
+			return
+		}
+		_, _ = io.WriteString(w, `{"ok":true}`)
+	}))
+	defer srv.Close()
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	b, err := p.DoBuffered(NewTarget(http.MethodPost, srv.URL+"/v1", nil), wire.Owned([]byte(`{}`)), Route{}, 5*time.Second)
+	if err != nil || string(b.Body) != `{"ok":true}` {
+		t.Fatalf("answer %q, err %v", b.Body, err)
+	}
+	before := fmt.Sprint(b.Fields)
+	for i := range b.Body {
+		b.Body[i] = 'x'
+	}
+	b.Body = append(b.Body, strings.Repeat("y", 64)...)
+	if after := fmt.Sprint(b.Fields); after != before || b.Get("X-Request-Id") != "req_1" {
+		t.Fatalf("writing the body changed the headers: %s, then %s", before, after)
+	}
+	e, err := p.DoBuffered(NewTarget(http.MethodPost, srv.URL+"/empty", nil), wire.Owned([]byte(`{}`)), Route{}, 5*time.Second)
+	if err != nil || e.Status != 204 || e.Body != nil || e.Get("X-Request-Id") != "req_1" {
+		t.Fatalf("empty answer: %d %#v %v, err %v", e.Status, e.Body, e.Fields, err)
+	}
+}
