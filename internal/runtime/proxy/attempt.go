@@ -90,13 +90,19 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		}
 	}
 	for try := 0; ; try++ {
-		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), bytes.NewReader(detached))
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.upstreamURL(x, cd, ex), bytes.NewReader(detached))
 		if err != nil {
 			cancel()
 			return p.fail(x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error",
 				Message: fmt.Sprintf("building the upstream request for %s: %v", cd.Provider.ID, err)})
 		}
-		hreq.Header = p.upstreamHeaders(x, cd)
+		h, shared := p.plainHeadersOf(x, cd)
+		if !shared {
+			h = p.upstreamHeaders(x, cd)
+		} else if walled {
+			h = h.Clone() // the wall adds its headers to the request's own
+		}
+		hreq.Header = h
 		var egress *string
 		if cd.Provider.EgressBucketed {
 			hreq, egress = traceEgress(hreq, route)
@@ -217,16 +223,32 @@ func (p *Proxy) upstreamHeaders(x *state, cd topology.Candidate) http.Header {
 }
 
 // bufferedHeaders are upstreamHeaders for a buffered call, which only
-// reads them: a request that forwards no client header and has no plugin
-// header gets its connection's own, built once with the routing view and
-// shared (the caller must not modify them).
+// reads them: shared ones when plainHeadersOf has them (the caller must
+// not modify them).
 func (p *Proxy) bufferedHeaders(x *state, cd topology.Candidate) http.Header {
-	if !x.stream && len(x.req.Extra) == 0 && len(x.req.Forward) == 0 {
-		if h, ok := x.rt.plainHeaders[cd.Connection]; ok {
-			return h
-		}
+	if h, ok := p.plainHeadersOf(x, cd); ok {
+		return h
 	}
 	return p.upstreamHeaders(x, cd)
+}
+
+// plainHeadersOf returns the upstreamHeaders of a request that forwards
+// no client header and has no plugin header: its connection's own for a
+// streaming or a non-streaming request, built once with the routing view
+// and shared (the caller must not modify them). ok is false for any other
+// request.
+func (p *Proxy) plainHeadersOf(x *state, cd topology.Candidate) (http.Header, bool) {
+	if len(x.req.Extra) != 0 || len(x.req.Forward) != 0 {
+		return nil, false
+	}
+	hs, ok := x.rt.plainHeaders[cd.Connection]
+	if !ok {
+		return nil, false
+	}
+	if x.stream {
+		return hs[1], true
+	}
+	return hs[0], true
 }
 
 // buildUpstreamHeaders builds the headers of an upstream request to cn
