@@ -22,6 +22,15 @@ type Timer interface {
 	Stop() bool
 }
 
+// AfterFuncer is implemented by a Clock whose timers are the system's
+// (System): AfterFunc runs f in its own goroutine once d has passed, as
+// time.AfterFunc does, on a timer its owner re-arms in place. A user of
+// the clock that runs a function at a deadline makes that timer directly
+// instead of learning the kind of the clock's timers from a first one.
+type AfterFuncer interface {
+	AfterFunc(d time.Duration, f func()) *time.Timer
+}
+
 // System returns the wall clock backed by the time package. It is
 // goroutine-safe.
 func System() Clock { return systemClock{} }
@@ -29,6 +38,9 @@ func System() Clock { return systemClock{} }
 type systemClock struct{}
 
 func (systemClock) Now() time.Time { return time.Now() }
+
+// AfterFunc implements AfterFuncer.
+func (systemClock) AfterFunc(d time.Duration, f func()) *time.Timer { return time.AfterFunc(d, f) }
 
 func (systemClock) NewTimer(d time.Duration) Timer { return systemTimer{time.NewTimer(d)} }
 

@@ -94,17 +94,23 @@ type floorSetup struct {
 
 func startFloor(b *testing.B) *floorSetup {
 	b.Helper()
+	return startFloorScript(b, "rules:\n  - responses: [{chunks: 8}]\n")
+}
+
+// startFloorScript is startFloor with the mock answering as script says.
+func startFloorScript(b *testing.B, script string) *floorSetup {
+	b.Helper()
 	m := mock.New(nil, hclog.NewNullLogger())
 	maddr, err := m.Start("127.0.0.1:0")
 	if err != nil {
 		b.Fatalf("starting mock: %v", err)
 	}
 	b.Cleanup(func() { _ = m.Close() })
-	script, err := mock.ParseScript([]byte("rules:\n  - responses: [{chunks: 8}]\n"))
+	sc, err := mock.ParseScript([]byte(script))
 	if err != nil {
 		b.Fatal(err)
 	}
-	m.SetScript(script)
+	m.SetScript(sc)
 	gw := startBenchGateway(b, strings.ReplaceAll(baseConfig, "MOCK_URL", "http://"+maddr))
 	return &floorSetup{mockAddr: maddr, bareAddr: startFloorBare(b, maddr), gwAddr: gw}
 }
@@ -245,7 +251,20 @@ func BenchmarkFloorLatency(b *testing.B) {
 // BenchmarkFloorStream is a stream of 8 chunks; its time is the time to
 // first byte.
 func BenchmarkFloorStream(b *testing.B) {
-	f := startFloor(b)
+	floorStream(b, startFloor(b))
+}
+
+// BenchmarkFloorStreamPaced is BenchmarkFloorStream with the mock's
+// chunks 1 ms apart, as the load harness's streams are paced (5 ms): the
+// stream's rest no longer arrives with its first byte, so the proxies go
+// idle after it, as they do under the harness, instead of relaying the
+// whole stream while the client reads its first line.
+func BenchmarkFloorStreamPaced(b *testing.B) {
+	floorStream(b, startFloorScript(b, "rules:\n  - responses: [{chunks: 3, chunk_interval_ms: 1}]\n"))
+}
+
+// floorStream alternates streams through f's bare proxy and gateway.
+func floorStream(b *testing.B, f *floorSetup) {
 	one := func(addr, model string) func() time.Duration {
 		body := `{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"hello there"}]}`
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4}}

@@ -245,6 +245,9 @@ func (engineTimers) NewTimer(d time.Duration) admission.Timer {
 	return admission.SystemClock().NewTimer(d)
 }
 
+// AfterFunc implements clock.AfterFuncer: the timers are the system's.
+func (engineTimers) AfterFunc(d time.Duration, f func()) *time.Timer { return time.AfterFunc(d, f) }
+
 func version(v string) string {
 	if v == "" {
 		return "dev"

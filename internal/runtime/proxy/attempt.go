@@ -71,19 +71,38 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 	tm := new(attemptTimers) // a stream keeps it: on the heap only here
 	*tm = timers
 	detached := out.Detached() // the transport may read it after the handler returned
-	actx, cancelCtx := context.WithCancel(ctx)
-	cancel := func() { cancelCtx(); ticket.Release() }
+	// The call runs under the request's own context: closing the answer's
+	// body ends it (upstream.Pool.Do), so the attempt needs no context of
+	// its own; ending the attempt releases its admission ticket.
+	cancel := context.CancelFunc(ticket.Release)
 	t0 := time.Now()
 	var sent time.Time
 	var resp *http.Response
+	// A stream's relay is made ready while the upstream answers
+	// (upstream.Pool.DoWhile), not after its first byte.
+	var pre *preparedStream
+	var meanwhile func()
+	if x.stream {
+		meanwhile = func() {
+			if pre == nil {
+				pre = p.prepareStream(ctx, x, cd, ex, tm, cancel, t0)
+			}
+		}
+	}
 	for try := 0; ; try++ {
-		hreq, err := http.NewRequestWithContext(actx, http.MethodPost, ex.URL(cd.Provider.BaseURL, x.req.Query), bytes.NewReader(detached))
+		hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.upstreamURL(x, cd, ex), bytes.NewReader(detached))
 		if err != nil {
 			cancel()
 			return p.fail(x, &wire.APIError{Status: 500, Type: "server_error", Code: "local_error",
 				Message: fmt.Sprintf("building the upstream request for %s: %v", cd.Provider.ID, err)})
 		}
-		hreq.Header = p.upstreamHeaders(x, cd)
+		h, shared := p.plainHeadersOf(x, cd)
+		if !shared {
+			h = p.upstreamHeaders(x, cd)
+		} else if walled {
+			h = h.Clone() // the wall adds its headers to the request's own
+		}
+		hreq.Header = h
 		var egress *string
 		if cd.Provider.EgressBucketed {
 			hreq, egress = traceEgress(hreq, route)
@@ -100,7 +119,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 			sent = now
 		}
 		lim, firstBy := tm.call(now, x.stream)
-		resp, err = p.up.Do(hreq, route, lim)
+		resp, err = p.up.DoWhile(hreq, route, lim, meanwhile)
 		if egress != nil && *egress != "" {
 			p.eng.RecordEgress(cd.Provider.ID, cd.Connection.ID, *egress)
 		}
@@ -115,7 +134,7 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 			return nil
 		}
 		p.observeRateLimit(x, cd, resp.Header)
-		if walled && try < maxWallRetries && p.wallRetry(actx, cd, wcfg, resp.StatusCode, resp.Header, slow, t0) {
+		if walled && try < maxWallRetries && p.wallRetry(ctx, cd, wcfg, resp.StatusCode, resp.Header, slow, t0) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 			resp.Body.Close()
 			continue
@@ -131,7 +150,10 @@ func (p *Proxy) attempt(ctx context.Context, x *state, parsed wire.Request, body
 		return nil
 	}
 	if x.stream {
-		return p.streamAttempt(ctx, x, cd, ex, resp, cancel, tm, t0, sent)
+		if pre == nil {
+			pre = p.prepareStream(ctx, x, cd, ex, tm, cancel, t0)
+		}
+		return p.streamAttempt(ctx, x, cd, pre, resp, cancel, t0, sent)
 	}
 	rb, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
@@ -228,16 +250,32 @@ func (p *Proxy) bufferedTarget(x *state, cd topology.Candidate, ex *provider.Exc
 }
 
 // bufferedHeaders are upstreamHeaders for a buffered call, which only
-// reads them: a request that forwards no client header and has no plugin
-// header gets its connection's own, built once with the routing view and
-// shared (the caller must not modify them).
+// reads them: shared ones when plainHeadersOf has them (the caller must
+// not modify them).
 func (p *Proxy) bufferedHeaders(x *state, cd topology.Candidate) http.Header {
-	if !x.stream && len(x.req.Extra) == 0 && len(x.req.Forward) == 0 {
-		if h, ok := x.rt.plainHeaders[cd.Connection]; ok {
-			return h
-		}
+	if h, ok := p.plainHeadersOf(x, cd); ok {
+		return h
 	}
 	return p.upstreamHeaders(x, cd)
+}
+
+// plainHeadersOf returns the upstreamHeaders of a request that forwards
+// no client header and has no plugin header: its connection's own for a
+// streaming or a non-streaming request, built once with the routing view
+// and shared (the caller must not modify them). ok is false for any other
+// request.
+func (p *Proxy) plainHeadersOf(x *state, cd topology.Candidate) (http.Header, bool) {
+	if len(x.req.Extra) != 0 || len(x.req.Forward) != 0 {
+		return nil, false
+	}
+	hs, ok := x.rt.plainHeaders[cd.Connection]
+	if !ok {
+		return nil, false
+	}
+	if x.stream {
+		return hs[1], true
+	}
+	return hs[0], true
 }
 
 // buildUpstreamHeaders builds the headers of an upstream request to cn
@@ -293,12 +331,44 @@ func traceEgress(req *http.Request, route upstream.Route) (*http.Request, *strin
 	return req.WithContext(httptrace.WithClientTrace(req.Context(), trace)), addr
 }
 
+// preparedStream is the part of a stream attempt's answer that needs no
+// byte of it: made while the upstream answers (prepareStream).
+type preparedStream struct {
+	ex *provider.Exchange
+	s  *relay.Stream
+	tr relay.Translator // nil: the identity
+	// res and st are the answer and its Stream, but for what the
+	// upstream's answer decides (status, its headers, the primed relay).
+	res *Result
+	st  *Stream
+}
+
+// prepareStream makes ready the answer of a stream attempt to cd through
+// ex: its relay's configuration (the stream_recovery settings as they
+// stand when the call is made), state and timer (relay.Prepare), the
+// translator of a provider that speaks another format than the client,
+// and the Result with its route headers and the Stream that will finalise
+// the request. Nothing of it holds a resource: an attempt that fails
+// before its commit point drops it (and a later answer of the request
+// remakes the state's Result).
+func (p *Proxy) prepareStream(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, tm *attemptTimers, cancel context.CancelFunc, t0 time.Time) *preparedStream {
+	pre := &preparedStream{ex: ex, s: relay.Prepare(p.relayConfig(x, ex, tm))}
+	if tr := ex.Stream(&x.body, cd.Model); tr != nil {
+		pre.tr = tr
+	}
+	pre.res = p.answer(x, http.StatusOK)
+	pre.res.Header = routeHeaders(pre.res.Header, x, cd)
+	pre.st = &Stream{p: p, x: x, cd: cd, tm: tm, ctx: ctx, cancel: cancel, t0: t0}
+	return pre
+}
+
 // streamAttempt primes a 2xx streamed answer up to the commit point. A
 // failure before commit is recorded and the caller fails over; otherwise
 // the answer is a committed Stream that finalises the request once. The
 // relay runs on the proxy's clock from sent, when the upstream call was
 // made (the first stall budget and the hard deadline count from it).
-func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, ex *provider.Exchange, resp *http.Response, cancel context.CancelFunc, tm *attemptTimers, t0, sent time.Time) *Result {
+func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candidate, pre *preparedStream, resp *http.Response, cancel context.CancelFunc, t0, sent time.Time) *Result {
+	ex, tm := pre.ex, pre.st.tm
 	if err := upstream.CheckEventStream(resp.Header); err != nil {
 		// A JSON or HTML body where an event stream was asked for: the
 		// upstream's protocol error, not a transport failure.
@@ -308,11 +378,7 @@ func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candida
 		p.recordFailure(ctx, x, cd, 0, nil, nil, err)
 		return nil
 	}
-	a := relay.Attempt{Body: resp.Body, Cancel: cancel, Start: sent}
-	if tr := ex.Stream(&x.body, cd.Model); tr != nil {
-		a.Translator = tr
-	}
-	s, fail := relay.Prime(ctx, p.relayConfig(x, ex, tm), a)
+	s, fail := pre.s.Prime(ctx, relay.Attempt{Body: resp.Body, Cancel: cancel, Translator: pre.tr, Start: sent})
 	if fail != nil {
 		cancel()
 		x.upstreamTime += time.Since(t0)
@@ -330,16 +396,17 @@ func (p *Proxy) streamAttempt(ctx context.Context, x *state, cd topology.Candida
 	if p.metrics != nil {
 		p.metrics.Stream("commit", "")
 	}
-	res := p.answer(x, resp.StatusCode)
+	res := pre.res
+	res.Status = resp.StatusCode
 	res.Route = x.route()
-	res.Header = routeHeaders(res.Header, x, cd)
 	p.copyResponseHeaders(res, resp.Header)
 	if ex.Translated() || resp.Header.Get("Content-Type") == "" {
 		res.set("Content-Type", "text/event-stream")
 	}
 	res.set("Cache-Control", "no-cache")
 	res.set("X-Accel-Buffering", "no")
-	res.Stream = &Stream{p: p, x: x, cd: cd, s: s, tm: tm, ctx: ctx, cancel: cancel, t0: t0, status: resp.StatusCode}
+	res.Stream = pre.st
+	res.Stream.s, res.Stream.status = s, resp.StatusCode
 	return res
 }
 

@@ -19,10 +19,10 @@ type Routing struct {
 	Topology *topology.Topology
 	routes   map[*topology.Combo]*comboRoute
 	// plainHeaders are the upstream headers of each connection's
-	// buffered requests that forward no client header and carry no plugin
-	// header (bufferedHeaders), built once: they are shared and never
-	// modified.
-	plainHeaders map[*topology.Connection]http.Header
+	// requests that forward no client header and carry no plugin header,
+	// built once for a non-streaming ([0]) and a streaming ([1]) request
+	// (plainHeadersOf): they are shared and never modified.
+	plainHeaders map[*topology.Connection]*[2]http.Header
 	// plainURLs are the upstream URLs of each provider's endpoints with
 	// no client query parameter (upstreamURL), built once.
 	plainURLs map[plainURL]string
@@ -112,19 +112,19 @@ func (p *Proxy) NewRouting(topo *topology.Topology) *Routing {
 	for _, c := range topo.Combos {
 		add(c)
 	}
-	plain := make(map[*topology.Connection]http.Header)
+	plain := make(map[*topology.Connection]*[2]http.Header)
 	urls := make(map[plainURL]string)
 	targets := make(map[plainTarget]upstream.Target)
 	for _, pv := range topo.Providers {
 		for _, cn := range pv.Connections {
-			plain[cn] = p.buildUpstreamHeaders(pv, cn, false, nil, nil)
+			plain[cn] = &[2]http.Header{p.buildUpstreamHeaders(pv, cn, false, nil, nil), p.buildUpstreamHeaders(pv, cn, true, nil, nil)}
 		}
 		for f := range wire.NumFormats {
 			if ex := pv.Adapter.Exchange(f); ex != nil {
 				u := ex.URL(pv.BaseURL, nil)
 				urls[plainURL{pv, f}] = u
 				for _, cn := range pv.Connections {
-					targets[plainTarget{cn, f}] = upstream.NewTarget(http.MethodPost, u, plain[cn])
+					targets[plainTarget{cn, f}] = upstream.NewTarget(http.MethodPost, u, plain[cn][0])
 				}
 			}
 		}

@@ -152,6 +152,11 @@ type Upstream interface {
 	// closes the response body. A call cut by one of the client's timers
 	// fails (or its body reads fail) with an *upstream.TimeoutError.
 	Do(req *http.Request, r upstream.Route, lim upstream.Limits) (*http.Response, error)
+	// DoWhile is Do running meanwhile (when not nil) at most once, in the
+	// calling goroutine, while the answer is awaited: once the request is
+	// sent and before its answer is read, where the client can tell; not
+	// at all when the request could not be sent.
+	DoWhile(req *http.Request, r upstream.Route, lim upstream.Limits, meanwhile func()) (*http.Response, error)
 	// DoBuffered sends a request to t with body and reads the whole
 	// answer: its first byte within firstByte, then never silent longer
 	// than the idle timeout (non-streaming calls on routes it Buffers).

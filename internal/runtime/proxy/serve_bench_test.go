@@ -37,6 +37,10 @@ func (c *cannedUpstream) Do(*http.Request, upstream.Route, upstream.Limits) (*ht
 	panic("cannedUpstream: streaming calls are not canned")
 }
 
+func (c *cannedUpstream) DoWhile(*http.Request, upstream.Route, upstream.Limits, func()) (*http.Response, error) {
+	panic("cannedUpstream: streaming calls are not canned")
+}
+
 func (c *cannedUpstream) DoBuffered(t upstream.Target, _ wire.Splice, _ upstream.Route, _ time.Duration) (upstream.Buffered, error) {
 	c.calls.Add(1)
 	if t.Header.Get("Authorization") == "" {

@@ -224,6 +224,7 @@ type Stream struct {
 	cfg   Config
 	ctx   context.Context
 	a     Attempt
+	clk   admission.Clock
 	clock func() time.Time
 	r     *sse.Reader
 
@@ -270,7 +271,46 @@ type Stream struct {
 // (Committed false) after cancelling and closing the attempt; closing it
 // again is harmless, and the caller fails over. A stream that ends cleanly
 // before its commit point (an empty answer) is committed at its end.
+// Prime is Prepare then Stream.Prime.
 func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
+	return Prepare(cfg).Prime(ctx, a)
+}
+
+// Prepare makes ready the relay of an attempt under cfg before the
+// attempt's answer is in: the stream's state, its event reader and its
+// alarm's timer, so that a caller waiting for an upstream's first byte
+// does that work in the wait rather than after the byte arrived. The
+// returned Stream is started by its Prime method, once; one never primed
+// holds nothing that needs releasing (its timer is made stopped, no
+// goroutine runs for it).
+func Prepare(cfg Config) *Stream {
+	clk := cfg.Clock
+	if clk == nil {
+		clk = admission.SystemClock()
+	}
+	events := cfg.Events
+	if events == nil {
+		events = frames.Chat
+	}
+	s := &Stream{
+		cfg:          cfg,
+		events:       events,
+		clk:          clk,
+		clock:        clk.Now,
+		firstContent: cfg.CommitPoint == CommitFirstContent,
+	}
+	s.r = sse.NewReader(upstreamBody{s})
+	if cfg.newTimer == nil {
+		// A test's timer starts a goroutine: made by Prime, which the
+		// stream's end joins.
+		s.al = newAlarm(clk, nil, &s.mu, s.alarm)
+	}
+	return s
+}
+
+// Prime starts relaying attempt a on a stream made by Prepare, as the
+// function Prime does, and returns s itself on success. Call it once.
+func (s *Stream) Prime(ctx context.Context, a Attempt) (*Stream, *Failure) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
@@ -280,35 +320,19 @@ func Prime(ctx context.Context, cfg Config, a Attempt) (*Stream, *Failure) {
 		}
 		return nil, &Failure{Reason: ReasonReadError, Status: 502, Err: errors.New("relay: the attempt has no body")}
 	}
-	clk := cfg.Clock
-	if clk == nil {
-		clk = admission.SystemClock()
-	}
-	clock := clk.Now
-	now := clock()
+	now := s.clock()
 	start := a.Start
 	if start.IsZero() || start.After(now) {
 		start = now
 	}
-	events := cfg.Events
-	if events == nil {
-		events = frames.Chat
-	}
-	s := &Stream{
-		cfg:          cfg,
-		events:       events,
-		ctx:          ctx,
-		a:            a,
-		clock:        clock,
-		stall:        watchdog.NewStall(cfg.Stall, start),
-		tput:         watchdog.NewThroughput(cfg.Throughput, start),
-		start:        start,
-		lastEvent:    now,
-		firstContent: cfg.CommitPoint == CommitFirstContent,
-	}
-	s.r = sse.NewReader(upstreamBody{s})
+	s.ctx, s.a = ctx, a
+	s.stall = watchdog.NewStall(s.cfg.Stall, start)
+	s.tput = watchdog.NewThroughput(s.cfg.Throughput, start)
+	s.start, s.lastEvent = start, now
 	s.mu.Lock()
-	s.al = newAlarm(clk, cfg.newTimer, &s.mu, s.alarm)
+	if s.al == nil {
+		s.al = newAlarm(s.clk, s.cfg.newTimer, &s.mu, s.alarm)
+	}
 	s.stopCtx = context.AfterFunc(ctx, s.ctxDone)
 	for !s.committed && !s.over() {
 		s.wait()

@@ -1,11 +1,13 @@
 package relay
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -801,5 +803,86 @@ func TestResultEmptyAfterCommit(t *testing.T) {
 	h2.eof()
 	if r := recvResult(t, rc); r.Empty() || !r.ToolCall {
 		t.Fatalf("tool call: %+v, want not empty", r)
+	}
+}
+
+// A stream made ready long before its answer arrives (Prepare, while the
+// upstream answers) keeps the timers of a stream primed at once: the idle
+// timeout runs from Prime, not from Prepare, and the stall budget from
+// the attempt's Start.
+func TestPreparedStreamTimersRunFromPrime(t *testing.T) {
+	cfg := openaiCfg(CommitFirstByte)
+	cfg.Stall = watchdog.StallConfig{FirstContent: 30 * time.Second, BetweenContent: 30 * time.Second}
+	cfg.Idle = 5 * time.Second
+	h := newHarness(t, cfg)
+	pre := Prepare(h.cfg)
+	h.clock.Advance(4 * time.Second) // the upstream takes its time to answer
+	a := h.attempt()
+	a.Start = h.clock.Now().Add(-4 * time.Second) // the call was sent at Prepare
+	ch := make(chan primed, 1)
+	go func() {
+		s, f := pre.Prime(h.ctx, a)
+		ch <- primed{s, f}
+	}()
+	h.waitIdle()
+	if h.advance(4 * time.Second) {
+		t.Fatal("the idle timeout counted the wait before Prime")
+	}
+	assertPending(t, ch)
+	if !h.advance(time.Second) {
+		t.Fatal("the idle timeout did not fire 5 s after Prime")
+	}
+	assertFailure(t, recvPrimed(t, ch).f, ReasonIdleTimeout, 504, false)
+}
+
+// A prepared stream primes and relays as Prime does; one never primed
+// leaves nothing running (goleak checks the package's goroutines).
+func TestPreparedStreamRelaysAsPrime(t *testing.T) {
+	_ = Prepare(Config{}) // dropped: nothing to release
+	body := oaRole + oaHello + oaFinish + oaDone
+	s, f := Prepare(Config{}).Prime(context.Background(), Attempt{Body: io.NopCloser(strings.NewReader(body))})
+	if f != nil {
+		t.Fatal(f)
+	}
+	c := &client{failAt: -1}
+	if r := s.Run(bufio.NewWriter(c)); r.End != EndComplete {
+		t.Fatalf("result %+v", r)
+	}
+	if got := c.String(); got != body {
+		t.Fatalf("client got %q, want %q", got, body)
+	}
+}
+
+// afterFuncClock is the system clock that counts the timers it makes.
+type afterFuncClock struct {
+	newTimers, afterFuncs atomic.Int32
+}
+
+func (c *afterFuncClock) Now() time.Time { return time.Now() }
+
+func (c *afterFuncClock) NewTimer(d time.Duration) admission.Timer {
+	c.newTimers.Add(1)
+	return admission.SystemClock().NewTimer(d)
+}
+
+func (c *afterFuncClock) AfterFunc(d time.Duration, f func()) *time.Timer {
+	c.afterFuncs.Add(1)
+	return time.AfterFunc(d, f)
+}
+
+// On a clock whose timers are the system's (clock.AfterFuncer), a stream's
+// alarm is one time.AfterFunc made with the stream: no probe timer, and
+// it still fires the watchdogs.
+func TestAlarmOnAfterFuncClock(t *testing.T) {
+	clk := &afterFuncClock{}
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	cfg := Config{Clock: clk, Stall: watchdog.StallConfig{FirstContent: 30 * time.Millisecond, BetweenContent: time.Second}}
+	s, f := Prime(context.Background(), cfg, Attempt{Body: pr, Cancel: func() { pw.CloseWithError(context.Canceled) }})
+	if s != nil || f == nil || f.Reason != ReasonContentStall {
+		t.Fatalf("stream %v failure %v", s, f)
+	}
+	if n, m := clk.newTimers.Load(), clk.afterFuncs.Load(); n != 0 || m != 1 {
+		t.Fatalf("%d timers and %d AfterFunc timers made, want 0 and 1", n, m)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/breakwater-dev/breakwater/internal/clock"
 	"github.com/breakwater-dev/breakwater/internal/engine/admission"
 )
 
@@ -62,9 +63,11 @@ func (c *clockTimer) Stop() {
 // system's timers it is a time.AfterFunc: no goroutine waits while a stream
 // idles. On a clock with timers of its own (a fake clock in tests), or
 // with a test's timer, a goroutine waits on the timer's channel until
-// close; join waits for it. Which one is decided at the first reset, by
-// the first timer the clock makes (so no timer is made before the stream
-// needs one). reset, stop and close are called with mu held; the
+// close; join waits for it. Which one is decided by the clock: one that is
+// a clock.AfterFuncer gets its time.AfterFunc when the alarm is made (made
+// stopped, armed by the first reset); for any other, at the first reset,
+// by the first timer the clock makes (so no timer is made before the
+// stream needs one). reset, stop and close are called with mu held; the
 // goroutine reads C under mu.
 type alarm struct {
 	clock admission.Clock
@@ -83,8 +86,12 @@ type alarm struct {
 // set (tests), makes the timer instead of c.
 func newAlarm(c admission.Clock, newTimer func() timer, mu *sync.Mutex, fire func()) *alarm {
 	a := &alarm{clock: c, fire: fire, mu: mu}
-	if newTimer != nil {
+	switch af, ok := c.(clock.AfterFuncer); {
+	case newTimer != nil:
 		a.wait(newTimer())
+	case ok:
+		a.af = af.AfterFunc(time.Hour, a.fire)
+		a.af.Stop()
 	}
 	return a
 }

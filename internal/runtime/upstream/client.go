@@ -94,7 +94,10 @@ type Pool struct {
 	urls     sync.Map
 	urlCount atomic.Int32
 	direct   map[Route]*directClient
-	writers  sync.Pool // *bufio.Writer of the direct clients' requests
+	// directRead is a copy of direct for lookups without the lock,
+	// replaced (under mu) when a route's client is made.
+	directRead atomic.Pointer[map[Route]*directClient]
+	writers    sync.Pool // *bufio.Writer of the direct clients' requests
 }
 
 // NewPool returns a Pool whose clients use the given timeouts.
@@ -199,15 +202,32 @@ func refuseRedirect(*http.Request, []*http.Request) error { return http.ErrUseLa
 // *LocalError before anything is sent. The caller must close the body;
 // closing it stops the timers.
 func (p *Pool) Do(req *http.Request, r Route, lim Limits) (*http.Response, error) {
+	return p.DoWhile(req, r, lim, nil)
+}
+
+// DoWhile is Do that lets the caller work while the upstream answers:
+// meanwhile, when not nil, runs at most once, in the calling goroutine,
+// before DoWhile returns — on a direct route once the request is written,
+// before its answer is read; through a proxy, where net/http writes the
+// request in a goroutine of its own, just before the call. It does not run
+// when the request could not be sent (an invalid header, a route that
+// cannot be built, a connection that failed before the request was
+// written). Work the caller needs only once the answer is in (the stream
+// relay's set-up) is then done in the time the upstream takes to answer
+// instead of after its first byte.
+func (p *Pool) DoWhile(req *http.Request, r Route, lim Limits, meanwhile func()) (*http.Response, error) {
 	if err := CheckHeaders(req.Header); err != nil {
 		return nil, err
 	}
 	if r.ProxyURL == "" {
-		return p.doDirect(req, r, lim)
+		return p.doDirect(req, r, lim, meanwhile)
 	}
 	c, err := p.Client(r)
 	if err != nil {
 		return nil, &LocalError{Err: err}
+	}
+	if meanwhile != nil {
+		meanwhile()
 	}
 	first := lim.FirstByte
 	if first <= 0 {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptrace"
@@ -59,7 +60,13 @@ const writeBufferSize = 16 << 10
 var errHeaderTooLarge = errors.New("upstream: response headers too large")
 
 // directFor returns the route's direct client, creating it on first use.
+// A route's client, once made, is found without the pool's lock.
 func (p *Pool) directFor(r Route) (*directClient, error) {
+	if m := p.directRead.Load(); m != nil {
+		if c, ok := (*m)[r]; ok {
+			return c, nil
+		}
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c, ok := p.direct[r]; ok {
@@ -74,11 +81,13 @@ func (p *Pool) directFor(r Route) (*directClient, error) {
 		p.direct = make(map[Route]*directClient)
 	}
 	p.direct[r] = c
+	read := maps.Clone(p.direct)
+	p.directRead.Store(&read)
 	return c, nil
 }
 
-// doDirect is Do on a direct route.
-func (p *Pool) doDirect(req *http.Request, r Route, lim Limits) (*http.Response, error) {
+// doDirect is DoWhile on a direct route.
+func (p *Pool) doDirect(req *http.Request, r Route, lim Limits, meanwhile func()) (*http.Response, error) {
 	c, err := p.directFor(r)
 	if err != nil {
 		return nil, &LocalError{Err: err}
@@ -114,7 +123,7 @@ func (p *Pool) doDirect(req *http.Request, r Route, lim Limits) (*http.Response,
 		if trace := httptrace.ContextClientTrace(ctx); trace != nil && trace.GotConn != nil {
 			trace.GotConn(httptrace.GotConnInfo{Conn: conn.nc, Reused: !fresh})
 		}
-		resp, retry, err := conn.roundTrip(req, cl, !fresh)
+		resp, retry, err := conn.roundTrip(req, cl, !fresh, meanwhile)
 		if retry && (req.Body == nil || req.GetBody != nil) {
 			if req.GetBody != nil {
 				b, gerr := req.GetBody()
@@ -421,12 +430,14 @@ func (c *directConn) idleUntil() time.Time {
 	return t
 }
 
-// roundTrip sends req on the connection and reads the answer's headers.
-// retry reports a pooled connection whose request could not be written
-// whole (the upstream closed it while it was idle): the upstream cannot
-// have taken the request, and the caller may send it again on a new one.
-// On success the answer's body owns the connection.
-func (c *directConn) roundTrip(req *http.Request, lim callLimits, reused bool) (resp *http.Response, retry bool, err error) {
+// roundTrip sends req on the connection, runs meanwhile (when not nil)
+// once the request is written, and reads the answer's headers. retry
+// reports a pooled connection whose request could not be written whole
+// (the upstream closed it while it was idle): the upstream cannot have
+// taken the request, and the caller may send it again on a new one (then
+// meanwhile has not run). On success the answer's body owns the
+// connection.
+func (c *directConn) roundTrip(req *http.Request, lim callLimits, reused bool, meanwhile func()) (resp *http.Response, retry bool, err error) {
 	ctx := req.Context()
 	c.lim, c.ctx, c.started, c.armed, c.cancelled = lim, ctx, false, false, false
 	stop := context.AfterFunc(ctx, c.cancel)
@@ -454,6 +465,9 @@ func (c *directConn) roundTrip(req *http.Request, lim callLimits, reused bool) (
 		_, _, err = fail(c.callError(err))
 		_, cut := AsTimeout(err)
 		return nil, reused && !cut && !c.isCancelled(), err
+	}
+	if meanwhile != nil {
+		meanwhile()
 	}
 	c.limit = MaxResponseHeaderBytes
 	for n := 0; ; n++ {

@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -253,5 +254,94 @@ func TestDirectIdleCutsASilentStream(t *testing.T) {
 	wantTimeout(t, err, TimerIdle)
 	if el := time.Since(start); el < testIdle || el > testIdle+2*time.Second {
 		t.Fatalf("cut after %v, want about %v", el, testIdle)
+	}
+}
+
+// DoWhile runs meanwhile once the request has been sent and before its
+// answer is read: this upstream answers only after meanwhile
+// ran, so a call that read first would time out. A request that cannot be
+// sent runs nothing.
+func TestDoWhileRunsMeanwhileBetweenSendAndAnswer(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	got, release := make(chan struct{}), make(chan struct{})
+	go func() {
+		conn, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer conn.Close()
+		req, err := http.ReadRequest(bufio.NewReader(conn))
+		if err != nil {
+			return
+		}
+		_, _ = io.Copy(io.Discard, req.Body)
+		close(got)
+		<-release
+		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n6\r\ndata: \r\n0\r\n\r\n")
+	}()
+	p := NewPool(Timeouts{FirstByte: 5 * time.Second})
+	defer p.Close()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat", strings.NewReader(`{"stream":true}`))
+	runs := 0
+	resp, err := p.DoWhile(req, Route{}, Limits{}, func() {
+		runs++
+		select {
+		case <-got: // the request was sent before meanwhile ran
+		case <-time.After(5 * time.Second):
+			t.Error("meanwhile ran before the request was sent")
+		}
+		close(release)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if err != nil || string(b) != "data: " || runs != 1 {
+		t.Fatalf("body %q, error %v, meanwhile ran %d times", b, err, runs)
+	}
+
+	never := func() { t.Error("meanwhile ran for a request that was not sent") }
+	bad, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat", strings.NewReader("{}"))
+	bad.Header.Set("X-Bad", "a\nb")
+	if _, err := p.DoWhile(bad, Route{}, Limits{}, never); !IsLocal(err) {
+		t.Fatalf("invalid header: %v, want a local error", err)
+	}
+	ln.Close()
+	fresh := NewPool(Timeouts{}) // no pooled connection to the closed port
+	defer fresh.Close()
+	refused, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat", strings.NewReader("{}"))
+	if _, err := fresh.DoWhile(refused, Route{}, Limits{}, never); err == nil {
+		t.Fatal("a call to a closed port succeeded")
+	}
+}
+
+// A route's direct client is one, however many calls look it up at once.
+func TestDirectForConcurrentLookups(t *testing.T) {
+	p := NewPool(Timeouts{})
+	defer p.Close()
+	r := Route{LocalAddress: "127.0.0.1"}
+	clients := make(chan *directClient, 16)
+	for range 16 {
+		go func() {
+			c, err := p.directFor(r)
+			if err != nil {
+				t.Error(err)
+			}
+			clients <- c
+		}()
+	}
+	first := <-clients
+	for range 15 {
+		if c := <-clients; c != first {
+			t.Fatal("two clients for one route")
+		}
+	}
+	if c, _ := p.directFor(Route{}); c == first {
+		t.Fatal("another route shares the client")
 	}
 }

@@ -78,7 +78,13 @@ var errReset = errors.New("upstreamtest: connection reset by the handler")
 // later than lim.FirstByte (default the first-byte timeout), a body silent
 // longer than the idle timeout between two reads, or lim.Deadline passing
 // ends the call with an *upstream.TimeoutError.
-func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) (*http.Response, error) {
+func (u *Upstream) Do(req *http.Request, r upstream.Route, lim upstream.Limits) (*http.Response, error) {
+	return u.DoWhile(req, r, lim, nil)
+}
+
+// DoWhile is Do running meanwhile (when not nil) once the handler has
+// been started, before its header is awaited (upstream.Pool.DoWhile).
+func (u *Upstream) DoWhile(req *http.Request, _ upstream.Route, lim upstream.Limits, meanwhile func()) (*http.Response, error) {
 	if err := upstream.CheckHeaders(req.Header); err != nil {
 		return nil, err // as the real client: nothing is sent
 	}
@@ -99,6 +105,9 @@ func (u *Upstream) Do(req *http.Request, _ upstream.Route, lim upstream.Limits) 
 		}
 		_ = pw.Close()
 	}()
+	if meanwhile != nil {
+		meanwhile()
+	}
 	abort := func(err error) (*http.Response, error) {
 		tm.stop()
 		cancel(err)
