@@ -132,10 +132,10 @@ func splitTraces(text string) (parts, own, ownFuncs []SplitPart, err error) {
 			}
 			sample = d
 			blocks++
-			frames = append(frames, f[1])
+			frames = append(frames, frameName(strings.TrimSpace(line)[len(f[0]):]))
 			continue
 		}
-		frames = append(frames, strings.Fields(line)[0])
+		frames = append(frames, frameName(line))
 	}
 	flush()
 	if err := sc.Err(); err != nil {
@@ -197,6 +197,13 @@ func packageOf(fn string) string {
 		return fn[:slash+1+dot]
 	}
 	return fn
+}
+
+// frameName is a -traces line's frame: the function's name, which may
+// hold spaces (a generic instantiation's shape), without pprof's
+// " (inline)" mark.
+func frameName(line string) string {
+	return strings.TrimSuffix(strings.TrimSpace(line), " (inline)")
 }
 
 // partOf is the index in splitParts of the first part one of frames
