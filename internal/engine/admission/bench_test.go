@@ -5,6 +5,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/breakwater-dev/breakwater/internal/cputime"
 )
 
 // stepClock moves one second forward on every Now so that the limiter's
@@ -35,7 +37,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 	m := benchManager()
 	ctx := context.Background()
 	b.ReportAllocs()
-	cpu := processCPU()
+	cpu := cputime.Process()
 	for b.Loop() {
 		tk, err := m.Acquire(ctx, "p", "c", "m")
 		if err != nil {
@@ -44,7 +46,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 		tk.Release()
 	}
 	// CPU per operation: wall ns/op is unreliable on a loaded machine.
-	if used := processCPU() - cpu; used > 0 {
+	if used := cputime.Process() - cpu; used > 0 {
 		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/breakwater-dev/breakwater/internal/cputime"
 	"github.com/breakwater-dev/breakwater/internal/runtime/upstream"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
@@ -92,14 +93,5 @@ func TestBufferedPathAllocations(t *testing.T) {
 func BenchmarkServeBuffered(b *testing.B) {
 	_, serve := bufferedLoop(b)
 	serve()
-	b.ReportAllocs()
-	cpu0 := processCPU()
-	b.ResetTimer()
-	for range b.N {
-		serve()
-	}
-	b.StopTimer()
-	if used := processCPU() - cpu0; used > 0 {
-		b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
-	}
+	cputime.Loop(b, serve)
 }

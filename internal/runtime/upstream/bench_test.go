@@ -13,6 +13,7 @@ import (
 
 	"github.com/valyala/fasthttp"
 
+	"github.com/breakwater-dev/breakwater/internal/cputime"
 	"github.com/breakwater-dev/breakwater/internal/runtime/wire"
 )
 
@@ -56,16 +57,7 @@ func BenchmarkDoBuffered(b *testing.B) {
 				}
 			}
 			call()
-			b.ReportAllocs()
-			cpu0 := processCPU()
-			b.ResetTimer()
-			for range b.N {
-				call()
-			}
-			b.StopTimer()
-			if used := processCPU() - cpu0; used > 0 {
-				b.ReportMetric(float64(used.Nanoseconds())/float64(b.N), "cpu-ns/op")
-			}
+			cputime.Loop(b, call)
 		})
 	}
 }

@@ -1,15 +1,16 @@
 //go:build unix
 
-package upstream
+package cputime
 
 import (
 	"syscall"
 	"time"
 )
 
-// processCPU returns the process's user+system CPU time, for benchmarks
-// that report CPU per operation beside wall time (0 when unknown).
-func processCPU() time.Duration {
+// Process returns the process's user+system CPU time, so benchmarks on a
+// shared machine can report CPU per operation beside wall time (0 when
+// unknown).
+func Process() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
