@@ -44,10 +44,10 @@ type scope struct {
 	cancel context.CancelCauseFunc
 	conn   net.Conn
 
-	// start is when the request started; watchAt is start + watchDelay
-	// when the connection can be watched (zero: it cannot); deadline is
-	// the request deadline (zero: none).
-	start, watchAt, deadline time.Time
+	// watchAt is watchDelay after the request started, when the
+	// connection can be watched (zero: it cannot); deadline is the request
+	// deadline (zero: none).
+	watchAt, deadline time.Time
 
 	// The fields below are guarded by set.mu.
 	settled bool
@@ -68,14 +68,12 @@ type scope struct {
 }
 
 // scopeSet is the server's live request scopes and the one timer that
-// starts their watchers and ends them at their deadlines. A request used
-// to start and stop two timers of its own (its watch delay and its
-// deadline) and to register its context with the server's (so Shutdown
-// cancelled it): four timer operations — each of which may wake the
-// network poller's thread — and a locked map insert and delete per
-// request. Now opening a scope links it in two lists under one mutex, and
-// the timer is re-armed only when no earlier event is already due: once
-// per watchDelay or so under a steady load, rather than twice per request.
+// starts their watchers and ends them at their deadlines. Opening a scope
+// links it in two lists under one mutex; the timer is re-armed only when
+// the scope's first event comes before the one it is armed for — about
+// once per watchDelay under a steady load — so a request answered at once
+// touches no timer (each timer operation may wake the network poller's
+// thread) and no parent context's locked map of children.
 //
 // The timer's callback walks the pending list (scopes not yet settled
 // with a watch or a deadline to come), so it costs O(requests in flight
@@ -110,7 +108,7 @@ func newScopeSet() *scopeSet {
 func (set *scopeSet) open(conn net.Conn, start, deadline time.Time) *scope {
 	sc := set.pool.Get().(*scope)
 	sc.ctx, sc.cancel = context.WithCancelCause(context.Background())
-	sc.conn, sc.start, sc.deadline = conn, start, deadline
+	sc.conn, sc.deadline = conn, deadline
 	sc.watchAt = time.Time{}
 	if conn != nil && canWatch(conn) {
 		sc.watchAt = start.Add(watchDelay)
